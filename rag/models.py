@@ -1,0 +1,141 @@
+"""The index: chunks, their history, and the projects that gate restricted chunks."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+from rag.units import Visibility
+
+
+class Project(models.Model):
+    """A group of users who may see the restricted chunks tagged with it."""
+
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="knowhub_projects", blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.name or self.slug
+
+
+class Chunk(models.Model):
+    """One searchable piece of a source, embedded and full-text indexed.
+
+    ``chunk_uid`` = ``{collection}:{source_type}:{source_id}:{unit_anchor}:{chunk_idx}`` makes
+    every sync an idempotent upsert. ``content_hash`` is the sha256 of the text that was embedded
+    (title line + content), so an unchanged chunk is never embedded again.
+    """
+
+    class VisibilityChoices(models.TextChoices):
+        PUBLIC = Visibility.PUBLIC, "Public"
+        RESTRICTED = Visibility.RESTRICTED, "Restricted to project"
+        PRIVATE = Visibility.PRIVATE, "Private to owner"
+
+    chunk_uid = models.CharField(max_length=600, unique=True)
+    collection = models.CharField(max_length=100)
+    source_type = models.CharField(max_length=100)
+    source_id = models.CharField(max_length=300)
+    unit_anchor = models.CharField(max_length=300)
+    chunk_idx = models.PositiveIntegerField()
+
+    title = models.CharField(max_length=500, blank=True, default="")
+    breadcrumb = models.CharField(max_length=1000, blank=True, default="")
+    url = models.URLField(max_length=1000, blank=True, default="")
+    content = models.TextField()
+    content_hash = models.CharField(max_length=64)
+
+    embedding = VectorField(dimensions=settings.KNOWHUB_EMBEDDING_DIMS)
+    embedding_model = models.CharField(max_length=200)
+    tsv = models.GeneratedField(
+        expression=SearchVector("title", weight="A", config="english")
+        + SearchVector("content", weight="B", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    domain = models.CharField(max_length=100, blank=True, default="")
+    concepts = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    mnemonic_tags = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    code_languages = ArrayField(models.CharField(max_length=50), default=list, blank=True)
+    has_image = models.BooleanField(default=False)
+    pii_level = models.PositiveSmallIntegerField(default=0)
+    author_hash = models.CharField(max_length=64, blank=True, default="")
+    date = models.DateField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    visibility = models.CharField(
+        max_length=20, choices=VisibilityChoices.choices, default=VisibilityChoices.PUBLIC
+    )
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.PROTECT, related_name="chunks"
+    )
+    owner_hash = models.CharField(max_length=64, blank=True, default="")
+
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [
+            HnswIndex(
+                name="chunk_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+            GinIndex(name="chunk_tsv_gin", fields=["tsv"]),
+            GinIndex(name="chunk_concepts_gin", fields=["concepts"]),
+            GinIndex(name="chunk_mnemonic_tags_gin", fields=["mnemonic_tags"]),
+            GinIndex(name="chunk_code_languages_gin", fields=["code_languages"]),
+            models.Index(name="chunk_source_idx", fields=["collection", "source_type", "source_id"]),
+            models.Index(name="chunk_domain_idx", fields=["domain"]),
+            models.Index(name="chunk_date_idx", fields=["date"]),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                name="chunk_restricted_has_project",
+                condition=~models.Q(visibility="restricted") | models.Q(project__isnull=False),
+            ),
+            models.CheckConstraint(
+                name="chunk_private_has_owner",
+                condition=~models.Q(visibility="private") | ~models.Q(owner_hash=""),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.chunk_uid
+
+
+class ChunkHistory(models.Model):
+    """Every content version a chunk has had. Kept when the chunk itself goes."""
+
+    class Change(models.TextChoices):
+        CREATED = "created", "Created"
+        UPDATED = "updated", "Updated"
+        DELETED = "deleted", "Deleted"
+
+    chunk_uid = models.CharField(max_length=600)
+    change = models.CharField(max_length=20, choices=Change.choices)
+    content = models.TextField()
+    content_hash = models.CharField(max_length=64)
+    title = models.CharField(max_length=500, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "chunk history"
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(name="chunkhistory_uid_idx", fields=["chunk_uid", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.chunk_uid} {self.change} {self.content_hash[:8]}"

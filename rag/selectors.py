@@ -1,0 +1,82 @@
+"""Reads of the index that are not retrieval: health, facets, model checks."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import connection
+
+from rag.models import Chunk
+
+
+class EmbeddingModelMismatch(Exception):
+    """The index holds vectors from another model than the one that would embed the query."""
+
+
+def pgvector_version() -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def index_models() -> list[str]:
+    """The embedding models that produced the live chunks."""
+    return list(
+        Chunk.objects.filter(deleted_at__isnull=True).values_list("embedding_model", flat=True).distinct()
+    )
+
+
+def check_query_model(model_name: str) -> None:
+    """Refuse to compare a query with vectors of another model (the scores would be noise)."""
+    others = [m for m in index_models() if m != model_name]
+    if others:
+        raise EmbeddingModelMismatch(
+            f"The index holds chunks embedded with {', '.join(sorted(others))} but queries would be "
+            f"embedded with {model_name}. Run `manage.py reembed` to move the index to {model_name}."
+        )
+
+
+def health_status() -> dict:
+    """Each part knowhub needs, with a status; ``ok`` is false when any part is down."""
+    parts: dict[str, dict] = {}
+    try:
+        version = pgvector_version()
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW server_version")
+            server = cursor.fetchone()[0]
+        parts["database"] = {"status": "ok", "kind": settings.KNOWHUB_DATABASE, "server_version": server}
+        parts["pgvector"] = (
+            {"status": "ok", "version": version}
+            if version
+            else {"status": "error", "detail": "the 'vector' extension is not installed in this database"}
+        )
+    except Exception as exc:  # health reports, it does not raise
+        parts["database"] = {"status": "error", "detail": str(exc).strip()}
+        parts["pgvector"] = {"status": "unknown"}
+    from rag.embeddings import get_embedder
+
+    try:
+        embedder = get_embedder()
+        parts["embedding"] = {
+            "status": "ok",
+            "provider": settings.KNOWHUB_EMBEDDING_PROVIDER,
+            "model": embedder.name,
+            "dims": embedder.dims,
+        }
+    except Exception as exc:
+        parts["embedding"] = {"status": "error", "provider": settings.KNOWHUB_EMBEDDING_PROVIDER, "detail": str(exc)}
+    parts["broker"] = _broker_status()
+    ok = all(p["status"] in ("ok", "inline") for p in parts.values())
+    return {"ok": ok, **parts}
+
+
+def _broker_status() -> dict:
+    if settings.KNOWHUB_BROKER == "inline":
+        return {"status": "inline", "detail": "no Redis configured: tasks run in the calling process"}
+    import redis
+
+    try:
+        redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1).ping()
+        return {"status": "ok", "url": settings.REDIS_URL.split("@")[-1]}
+    except Exception as exc:
+        return {"status": "error", "detail": str(exc)}

@@ -1,0 +1,7 @@
+from django.urls import path
+
+from rag import apis
+
+app_name = "rag"
+
+urlpatterns: list = []
