@@ -187,3 +187,29 @@ LOGGING = {
 KNOWHUB_HYBRID_VECTOR_WEIGHT = env.float("KNOWHUB_HYBRID_VECTOR_WEIGHT", default=0.7)
 KNOWHUB_HYBRID_TEXT_WEIGHT = env.float("KNOWHUB_HYBRID_TEXT_WEIGHT", default=0.3)
 KNOWHUB_SEARCH_CANDIDATES = env.int("KNOWHUB_SEARCH_CANDIDATES", default=100)
+
+# --- Ingestion (ingestion app) ----------------------------------------------------------------
+# Shared secret of POST /notion/ingest (Authorization: Bearer <secret>, or X-Knowhub-Signature:
+# sha256=<hex HMAC-SHA256 of the raw body>). Empty: the endpoint refuses every delivery (503).
+KNOWHUB_NOTION_WEBHOOK_SECRET = env("KNOWHUB_NOTION_WEBHOOK_SECRET", default="")
+KNOWHUB_NOTION_MAX_BODY_BYTES = env.int("KNOWHUB_NOTION_MAX_BODY_BYTES", default=2 * 1024 * 1024)
+# Notion pull (manage.py notion_sync, periodic task): an internal integration token and the
+# databases (ids, comma-separated) to pull; with none, every page shared with the integration.
+NOTION_TOKEN = env("NOTION_TOKEN", default="")
+KNOWHUB_NOTION_DATABASES = env.list("KNOWHUB_NOTION_DATABASES", default=[])
+KNOWHUB_NOTION_SYNC_MINUTES = env.int("KNOWHUB_NOTION_SYNC_MINUTES", default=30)
+KNOWHUB_NOTION_TIMEOUT_MS = env.int("KNOWHUB_NOTION_TIMEOUT_MS", default=60_000)
+# POST /ingest/documents: documents per request, characters per document.
+KNOWHUB_INGEST_MAX_DOCUMENTS = env.int("KNOWHUB_INGEST_MAX_DOCUMENTS", default=50)
+KNOWHUB_INGEST_MAX_CHARS = env.int("KNOWHUB_INGEST_MAX_CHARS", default=1_000_000)
+# Where a course page hit links to; {course} {chapter} {subchapter} {page} {id} are filled in.
+KNOWHUB_COURSE_PAGE_URL = env("KNOWHUB_COURSE_PAGE_URL", default="")
+CELERY_BEAT_SCHEDULE["ingestion-sweep-notion-deliveries"] = {
+    "task": "ingestion.sweep_notion_deliveries",
+    "schedule": 300.0,
+}
+if NOTION_TOKEN:
+    CELERY_BEAT_SCHEDULE["ingestion-notion-sync"] = {
+        "task": "ingestion.notion_sync",
+        "schedule": 60.0 * KNOWHUB_NOTION_SYNC_MINUTES,
+    }
