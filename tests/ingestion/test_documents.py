@@ -149,6 +149,10 @@ def test_real_qmsum_val():
         assert sum(u.content.count("\n") + 1 for u in doc.units if "-" not in u.unit_anchor[2:]) <= len(turns)
         assert all(len(u.content) <= doc.chunk_size for u in doc.units)
         assert "{disfmarker}" not in "".join(u.content for u in doc.units)
+    from rag.services import plan_rows
+
+    # Units were sized for the document's chunk size: one chunk row per unit, nothing re-cut.
+    assert sum(len(plan_rows(d, {})) for d in docs) == len(units)
     bed = next(d for d in docs if d.source_id == "Bed002")
     assert bed.units[0].title == "ICSI meeting Bed002"
     assert any("Setting up recording equipment" in t for t in bed.units[0].metadata["topics"])
