@@ -10,6 +10,11 @@ import pytest
 from django.conf import settings
 
 SHARED_DATA = Path(settings.BASE_DIR).parent / "shared" / "data"
+if not SHARED_DATA.exists():  # a git worktree (…/wt/<branch>) sits one level deeper
+    SHARED_DATA = next(
+        (p / "shared" / "data" for p in Path(settings.BASE_DIR).parents if (p / "shared" / "data").exists()),
+        SHARED_DATA,
+    )
 
 
 def shared_data(name: str) -> Path:
