@@ -11,6 +11,23 @@ class PgvectorMissing(RuntimeError):
     pass
 
 
+def check_pgvector_available(cursor, settings_dict) -> None:
+    """Raise ``PgvectorMissing`` with what to do when the server offers no pgvector >= 0.5."""
+    cursor.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
+    row = cursor.fetchone()
+    where = f"{settings_dict.get('HOST') or 'local socket'}/{settings_dict.get('NAME')}"
+    if row is None:
+        raise PgvectorMissing(
+            f"The PostgreSQL server at {where} does not have the 'vector' extension (pgvector >= 0.5) "
+            "that knowhub's index needs. Install pgvector on that server (e.g. the pgvector/pgvector "
+            "Docker image, or the postgresql-NN-pgvector package), or unset DATABASE_URL to use the "
+            "embedded PostgreSQL that ships with pgvector."
+        )
+    version = tuple(int(p) for p in row[0].split(".")[:2])
+    if version < MIN_PGVECTOR:
+        raise PgvectorMissing(f"The PostgreSQL server at {where} offers pgvector {row[0]}; knowhub needs >= 0.5 (HNSW).")
+
+
 class RequirePgvector(migrations.operations.base.Operation):
     """Create the ``vector`` extension, or stop with an error that says what is missing.
 
@@ -25,22 +42,7 @@ class RequirePgvector(migrations.operations.base.Operation):
 
     def database_forwards(self, app_label, schema_editor, from_state, to_state):
         cursor = schema_editor.connection.cursor()
-        cursor.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
-        row = cursor.fetchone()
-        settings_dict = schema_editor.connection.settings_dict
-        where = f"{settings_dict.get('HOST') or 'local socket'}/{settings_dict.get('NAME')}"
-        if row is None:
-            raise PgvectorMissing(
-                f"The PostgreSQL server at {where} does not have the 'vector' extension (pgvector >= 0.5) "
-                "that knowhub's index needs. Install pgvector on that server (e.g. the pgvector/pgvector "
-                "Docker image, or the postgresql-NN-pgvector package), or unset DATABASE_URL to use the "
-                "embedded PostgreSQL that ships with pgvector."
-            )
-        version = tuple(int(p) for p in row[0].split(".")[:2])
-        if version < MIN_PGVECTOR:
-            raise PgvectorMissing(
-                f"The PostgreSQL server at {where} offers pgvector {row[0]}; knowhub needs >= 0.5 (HNSW)."
-            )
+        check_pgvector_available(cursor, schema_editor.connection.settings_dict)
         cursor.execute("CREATE EXTENSION IF NOT EXISTS vector")
 
     def database_backwards(self, app_label, schema_editor, from_state, to_state):

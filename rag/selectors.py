@@ -57,6 +57,8 @@ def health_status() -> dict:
 
     try:
         embedder = get_embedder()
+        if settings.KNOWHUB_EMBEDDING_PROVIDER == "local":
+            embedder.embed_query("ok")  # proves the weights load from the installed package
         parts["embedding"] = {
             "status": "ok",
             "provider": settings.KNOWHUB_EMBEDDING_PROVIDER,

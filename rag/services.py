@@ -310,3 +310,94 @@ def source_delete(*, collection: str, source_type: str, source_ids: list[str]) -
         for uid, content, digest, title in qs.values_list("chunk_uid", "content", "content_hash", "title")
     )
     return qs.delete()[0]
+
+
+def index_reembed(
+    *,
+    target: Embedder,
+    batch_size: int = 128,
+    progress: Callable[[int], None] | None = None,
+    on_batch: Callable[[], None] | None = None,
+) -> dict:
+    """Move every chunk to the ``target`` embedding provider without a moment of empty search.
+
+    Vectors are written to a shadow column while search keeps using the current one; an HNSW
+    index is built on the shadow column, then one short transaction swaps columns and index.
+    Rows edited during the move are caught up inside that transaction. Works across a change of
+    dimensions (the column is re-created at the target's size).
+    """
+    dims = int(target.dims)
+    table = Chunk._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE {table} DROP COLUMN IF EXISTS embedding_next")
+        cursor.execute(f"ALTER TABLE {table} DROP COLUMN IF EXISTS embedding_model_next")
+        cursor.execute(f"DROP INDEX IF EXISTS {table}_embedding_next_hnsw")
+        cursor.execute(f"ALTER TABLE {table} ADD COLUMN embedding_next vector({dims})")
+        cursor.execute(f"ALTER TABLE {table} ADD COLUMN embedding_model_next varchar(200)")
+
+    def fill(cursor, *, limit: int | None) -> int:
+        """Embed rows whose shadow vector is missing or stale; returns how many were done."""
+        done = 0
+        while True:
+            cursor.execute(
+                f"SELECT id, title, content, content_hash FROM {table} "
+                f"WHERE embedding_model_next IS NULL ORDER BY id LIMIT %s",
+                [batch_size],
+            )
+            rows = cursor.fetchall()
+            if not rows:
+                return done
+            vectors = target.embed_documents([embedding_text(title, content) for _, title, content, _ in rows])
+            cursor.executemany(
+                f"UPDATE {table} SET embedding_next = %s::vector, embedding_model_next = %s "
+                f"WHERE id = %s AND content_hash = %s",
+                [(str(v), target.name, pk, digest) for (pk, _, _, digest), v in zip(rows, vectors, strict=True)],
+            )
+            done += len(rows)
+            if progress:
+                progress(len(rows))
+            if on_batch:
+                on_batch()
+            if limit is not None and done >= limit:
+                return done
+
+    # A trigger marks rows whose content changes during the move, so the swap catches them up.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            CREATE OR REPLACE FUNCTION {table}_reembed_stale() RETURNS trigger AS $$
+            BEGIN
+                IF NEW.content_hash IS DISTINCT FROM OLD.content_hash THEN
+                    NEW.embedding_model_next := NULL;
+                END IF;
+                RETURN NEW;
+            END $$ LANGUAGE plpgsql;
+            DROP TRIGGER IF EXISTS {table}_reembed_stale ON {table};
+            CREATE TRIGGER {table}_reembed_stale BEFORE UPDATE ON {table}
+                FOR EACH ROW EXECUTE FUNCTION {table}_reembed_stale();
+            """
+        )
+        moved = fill(cursor, limit=None)
+        cursor.execute(
+            f"CREATE INDEX {table}_embedding_next_hnsw ON {table} "
+            f"USING hnsw (embedding_next vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+        )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
+        moved += fill(cursor, limit=None)
+        cursor.execute(
+            f"""
+            DROP TRIGGER {table}_reembed_stale ON {table};
+            DROP FUNCTION {table}_reembed_stale();
+            DROP INDEX IF EXISTS chunk_embedding_hnsw;
+            ALTER TABLE {table} DROP COLUMN embedding;
+            ALTER TABLE {table} DROP COLUMN embedding_model;
+            ALTER TABLE {table} RENAME COLUMN embedding_next TO embedding;
+            ALTER TABLE {table} RENAME COLUMN embedding_model_next TO embedding_model;
+            ALTER TABLE {table} ALTER COLUMN embedding SET NOT NULL;
+            ALTER TABLE {table} ALTER COLUMN embedding_model SET NOT NULL;
+            ALTER INDEX {table}_embedding_next_hnsw RENAME TO chunk_embedding_hnsw;
+            """
+        )
+    logger.info("re-embedded %s chunks with %s (%s dims)", moved, target.name, dims)
+    return {"reembedded": moved, "model": target.name, "dims": dims}

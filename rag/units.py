@@ -9,7 +9,7 @@ Django lets parsers be tested without a database.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -67,3 +67,21 @@ class SourceDocument:
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.collection, self.source_type, self.source_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form, for Celery task arguments."""
+        data = asdict(self)
+        for unit in data["units"]:
+            if unit["date"] is not None:
+                unit["date"] = unit["date"].isoformat()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SourceDocument:
+        units = []
+        for raw in data.get("units", []):
+            raw = dict(raw)
+            if isinstance(raw.get("date"), str):
+                raw["date"] = dt.date.fromisoformat(raw["date"])
+            units.append(Unit(**raw))
+        return cls(**{**data, "units": units})

@@ -1,6 +1,4 @@
-from django.urls import path
 
-from rag import apis
 
 app_name = "rag"
 

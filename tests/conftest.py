@@ -83,3 +83,77 @@ def api_client():
     from rest_framework.test import APIClient
 
     return APIClient()
+
+
+@pytest.fixture(autouse=True)
+def _tasks_inline_unless_a_worker_is_asked_for(request):
+    """Tasks run inline in tests, except in tests that start a real worker (they flip it back)."""
+    from knowhub.celery import app
+
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = previous
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db, settings, tmp_path):
+    """A real Celery worker process on the local Redis, on a queue of its own, using this test
+    database. Skips when no Redis answers (the suite must run anywhere)."""
+    import os
+    import subprocess
+    import sys
+    import time
+    import uuid
+
+    from django.db import connection
+
+    from knowhub.celery import app
+
+    if settings.KNOWHUB_BROKER != "redis":
+        pytest.skip("no Redis broker on this machine (REDIS_URL unset, nothing on 127.0.0.1:6379)")
+    queue = f"knowhub-test-{uuid.uuid4().hex[:10]}"
+    log_path = tmp_path / "worker.log"
+    env = {
+        **os.environ,
+        "DATABASE_URL": settings.DATABASE_URL,
+        "REDIS_URL": settings.REDIS_URL,
+        "KNOWHUB_CELERY_QUEUE": queue,
+        "KNOWHUB_TEST_DB_NAME": connection.settings_dict["NAME"],
+    }
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "knowhub", "worker", "-P", "solo", "-Q", queue,
+             "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
+            cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    deadline = time.monotonic() + 90
+    while "ready." not in log_path.read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"celery worker did not start:\n{log_path.read_text()[-3000:]}")
+        time.sleep(0.2)
+    app.conf.task_always_eager = False
+    old_queue = app.conf.task_default_queue
+    app.conf.task_default_queue = queue
+    proc.log_path = log_path
+    yield proc
+    app.conf.task_default_queue = old_queue
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def wait_for(predicate, timeout: float = 60.0, interval: float = 0.25):
+    """Poll ``predicate`` until it returns a truthy value or ``timeout`` seconds pass."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    return predicate()

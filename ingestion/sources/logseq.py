@@ -212,7 +212,8 @@ class _Graph:
 
     def add(self, page: _Page) -> None:
         self.pages.append(page)
-        names = [page.title, *markup.link_values(page.props.get("alias", ""))]
+        stem = _title_from_name(Path(page.path).stem)
+        names = [page.title, stem, *markup.link_values(page.props.get("alias", ""))]
         for name in names:
             self.by_name.setdefault(markup.concept_key(name), page)
         todo = list(page.roots)
@@ -431,7 +432,8 @@ def _page_document(graph: _Graph, page: _Page, *, collection: str, project: str 
                 block_ids.append(b.uuid)
             for k, v in b.props.items():
                 if k not in _HIDDEN_PROPS and v:
-                    meta.setdefault(markup.normalise_key(k), _clean_value(v))
+                    value = markup.link_values(v) if k in _LIST_PROPS else _clean_value(v)
+                    meta.setdefault(markup.normalise_key(k), value)
         meta.update({"page": page.title, "kind": page.kind, "path": page.path})
         if block_ids:
             meta["block_ids"] = block_ids

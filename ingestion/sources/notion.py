@@ -546,6 +546,8 @@ class NotionPuller:
     def _query_targets(self, database_id: str) -> list[tuple[Callable[..., dict], dict]]:
         data_sources = getattr(self.client, "data_sources", None)
         if data_sources is not None and hasattr(data_sources, "query"):
+            if not hasattr(self.client.databases, "retrieve"):
+                return [(data_sources.query, {"data_source_id": database_id})]
             try:
                 database = self._call(self.client.databases.retrieve, database_id=database_id)
             except Exception as exc:

@@ -6,7 +6,7 @@ from functools import lru_cache
 
 from django.conf import settings
 
-from rag.embeddings.base import EmbeddingError, Embedder, TransientEmbeddingError
+from rag.embeddings.base import Embedder, EmbeddingError, TransientEmbeddingError
 
 __all__ = ["Embedder", "EmbeddingError", "TransientEmbeddingError", "get_embedder", "build_embedder"]
 

@@ -30,6 +30,8 @@ class LocalEmbedder:
                 # Never reach for a hub: the weights are on disk or the provider fails.
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 if self._model_name != "all-MiniLM-L6-v2":
                     raise EmbeddingError(
                         f"The local provider ships only all-MiniLM-L6-v2, not {self._model_name!r}."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
 from pathlib import Path
 
@@ -226,8 +227,14 @@ def test_real_logseq_docs_graph():
     assert len(docs) > 250 and len(units) > 800
     assert errors and all(r.error == "unsupported format .org" for r in errors)
     assert not any(r.path.startswith("logseq/") for r in results)
+    from rag.services import plan_rows
+
+    rows = 0
     for doc in docs:
         assert len({u.unit_anchor for u in doc.units}) == len(doc.units), doc.source_id
+        rows += len(plan_rows(doc, {}))  # what chunk_upsert will do with it: no SourceError
+        json.dumps([u.metadata for u in doc.units])  # metadata is stored as jsonb
+    assert rows >= len(units)
     by_path = {r.path: r for r in results}
     embed = by_path["pages/page_embed.md"].document
     assert embed.units[0].title == "Page embed"

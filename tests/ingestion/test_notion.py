@@ -471,3 +471,20 @@ def test_recorded_block_children_pagination_replayed():
     blocks = NotionPuller(client, sleep=lambda s: None).fetch_blocks("393abc1e-edcd-814b-aee5-cf69471e5a43")
     assert len(blocks) == 5 and len({b["id"] for b in blocks}) == 5
     assert all(b["type"] == "paragraph" for b in blocks)
+
+
+def test_data_source_id_passed_directly():
+    """With Notion-Version 2025-09-03 callers may hold data source ids: a 404 from
+    databases.retrieve means "query it as a data source"."""
+    seen = []
+
+    def retrieve(database_id):
+        raise ApiError(404, "object_not_found")
+
+    client = SimpleNamespace(
+        databases=SimpleNamespace(retrieve=retrieve),
+        data_sources=SimpleNamespace(query=lambda **kw: seen.append(kw["data_source_id"]) or
+                                     {"results": _pages(2), "has_more": False}),
+    )  # fmt: skip
+    pages = list(NotionPuller(client, sleep=lambda s: None).iter_pages(database_ids=["ds-9"]))
+    assert seen == ["ds-9"] and [p["id"] for p in pages] == ["p0", "p1"]

@@ -1,0 +1,279 @@
+"""The demo corpus knowhub writes itself: a team handbook, meeting notes and engineering notes.
+
+Meeting dates are relative to the day of loading (so "last month" questions work whenever the
+demo runs); everything else is fixed text. Loading twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from rag.units import SourceDocument, Unit, Visibility
+
+DEMO_PROJECT = ("platform-team", "Platform team")
+
+DEMO_DOCUMENTS: list[dict] = [
+    {
+        "id": "getting-started",
+        "collection": "handbook",
+        "title": "Getting started with knowhub",
+        "domain": "knowhub",
+        "tags": ["onboarding", "search"],
+        "text": (
+            "knowhub keeps one searchable index of what the team already writes: course pages edited in "
+            "the admin, Notion pages, Logseq graphs and meeting notes. Everything lands in PostgreSQL "
+            "with the pgvector extension, so there is no second search service to run.\n\n"
+            "Ask a question on the home page and knowhub answers with numbered citations. Each [n] points "
+            "to a source you can open; the list of sources is sorted by date. Without an LLM configured, "
+            "answers are extractive: knowhub quotes the sentences that best answer the question and says "
+            "so. Set OPENAI_API_KEY or LLM_BASE_URL to get written answers from a language model.\n\n"
+            "Use the filters to narrow a question to a collection, a date range, a domain or an entity "
+            "such as a client. Questions like 'what did we decide last month' are turned into date "
+            "filters automatically."
+        ),
+    },
+    {
+        "id": "how-search-works",
+        "collection": "handbook",
+        "title": "How knowhub search ranks results",
+        "domain": "knowhub",
+        "tags": ["search", "ranking"],
+        "text": (
+            "Search is hybrid. The query is embedded with a local sentence-transformers model "
+            "(all-MiniLM-L6-v2, 384 dimensions) and compared with every chunk through an HNSW index "
+            "using cosine distance. At the same time PostgreSQL full-text search finds chunks that "
+            "contain the query's words.\n\n"
+            "The two candidate lists are merged and each chunk gets a score of 0.7 times its vector "
+            "similarity plus 0.3 times its normalised text score. Reciprocal rank fusion is available "
+            "as an alternative. Relevance judgments collected from the thumbs buttons can retune these "
+            "weights: the tuning command only activates new weights when they beat the old ones on "
+            "held-back judgments."
+        ),
+    },
+    {
+        "id": "connecting-notion",
+        "collection": "handbook",
+        "title": "Connecting Notion",
+        "domain": "knowhub",
+        "tags": ["notion", "ingestion"],
+        "text": (
+            "There are two ways to bring Notion pages in. Pushed: an n8n workflow posts each changed page "
+            "to /notion/ingest with the shared secret in the Authorization header. Pulled: set "
+            "NOTION_TOKEN and run manage.py notion_sync, which fetches only pages edited since the last "
+            "sync and soft-deletes pages that disappeared.\n\n"
+            "Page properties such as Domain, Tags, Date and Author become metadata, so they can be used "
+            "as filters. Replaying the same webhook delivery is harmless."
+        ),
+    },
+    {
+        "id": "logseq-sync",
+        "collection": "handbook",
+        "title": "Syncing a Logseq graph",
+        "domain": "knowhub",
+        "tags": ["logseq", "ingestion"],
+        "text": (
+            "Run manage.py sync_markdown PATH --format logseq to index a Logseq graph. Journals take "
+            "their date from the file name; pages keep their properties, links and tags as metadata. "
+            "Block references are resolved to the text they point to.\n\n"
+            "Chunks follow the bullet hierarchy: a nested bullet is stored with the path of its parent "
+            "bullets, so an answer quoting it still makes sense on its own. Only files that changed are "
+            "parsed again, and the chunks of a deleted file are removed."
+        ),
+    },
+    {
+        "id": "release-checklist",
+        "collection": "engineering",
+        "title": "Release checklist",
+        "domain": "engineering",
+        "tags": ["release", "process"],
+        "code_languages": ["bash"],
+        "text": (
+            "Before a release: run the full test suite with make test, run manage.py evaluate on the "
+            "SciFact folder and compare nDCG@10 with the previous release, and read the migration plan.\n\n"
+            "Tag the release, build the image and deploy the web and worker services together. Run "
+            "migrations before switching traffic. If the embedding model changes, run manage.py reembed "
+            "first: search keeps answering from the old vectors until the final swap.\n\n"
+            "```bash\nmake test\n.venv/bin/python manage.py evaluate --dataset ../shared/data/scifact\n```"
+        ),
+    },
+    {
+        "id": "hnsw-tuning",
+        "collection": "engineering",
+        "title": "Tuning HNSW in pgvector",
+        "domain": "engineering",
+        "tags": ["postgres", "pgvector", "performance"],
+        "text": (
+            "HNSW builds a layered graph over the vectors. The build parameters m (links per node, 16 by "
+            "default) and ef_construction (64) trade build time and memory for recall. At query time "
+            "hnsw.ef_search sets how many candidates the search keeps; it must be at least the LIMIT, "
+            "otherwise fewer rows come back.\n\n"
+            "With a WHERE clause, pgvector 0.8 can continue scanning the index until enough rows pass the "
+            "filter: set hnsw.iterative_scan to relaxed_order. For very selective filters an exact scan "
+            "over the matching rows is often faster than the index."
+        ),
+    },
+    {
+        "id": "oncall-runbook",
+        "collection": "engineering",
+        "title": "On-call runbook: ingestion backlog",
+        "domain": "engineering",
+        "tags": ["oncall", "celery", "redis"],
+        "restricted": True,
+        "text": (
+            "If the ingestion backlog grows, first check the worker: manage.py health reports the broker "
+            "and the embedding provider. A Redis outage does not lose webhook deliveries, because each "
+            "delivery is stored in the database before it is queued; requeue them from the admin once "
+            "Redis is back.\n\n"
+            "If the embedding provider rate-limits, tasks retry with exponential backoff and jitter. "
+            "Do not restart workers in a loop: acknowledged-late tasks are redelivered automatically."
+        ),
+    },
+    {
+        "id": "meeting-acme-kickoff",
+        "collection": "meetings",
+        "title": "Acme Capital kickoff",
+        "domain": "clients",
+        "tags": ["kickoff", "acme"],
+        "entity": "Acme Capital",
+        "people": ["Leo Martin", "Maya Chen"],
+        "days_ago": 120,
+        "text": (
+            "Leo Martin: Acme Capital wants a search over ten years of investment memos.\n"
+            "Maya Chen: They care most about citations; analysts must be able to open the source memo.\n"
+            "Leo Martin: We agreed to start with the 2019 to 2024 memos and a weekly sync.\n"
+            "Maya Chen: Decision: pilot with five analysts, review after six weeks."
+        ),
+    },
+    {
+        "id": "meeting-acme-review",
+        "collection": "meetings",
+        "title": "Acme Capital pilot review",
+        "domain": "clients",
+        "tags": ["review", "acme"],
+        "entity": "Acme Capital",
+        "people": ["Leo Martin", "Maya Chen", "Sam Okafor"],
+        "days_ago": 75,
+        "text": (
+            "Sam Okafor: Analysts used the pilot 340 times; most questions were about fund performance.\n"
+            "Maya Chen: Two complaints: old memos ranked above recent ones, and scanned PDFs had no text.\n"
+            "Leo Martin: Decision: add recency as a ranking feature and run OCR on scanned memos.\n"
+            "Sam Okafor: Acme Capital will extend the pilot to the whole research team."
+        ),
+    },
+    {
+        "id": "meeting-northwind-intro",
+        "collection": "meetings",
+        "title": "Northwind Fund introduction",
+        "domain": "clients",
+        "tags": ["intro", "northwind"],
+        "entity": "Northwind Fund",
+        "people": ["Leo Martin", "Priya Raman"],
+        "days_ago": 40,
+        "text": (
+            "Priya Raman: Northwind Fund keeps its research in Notion and meeting notes in Google Docs.\n"
+            "Leo Martin: knowhub can pull Notion directly; documents can be posted to /ingest/documents.\n"
+            "Priya Raman: Their compliance team needs restricted projects so that deal notes stay private.\n"
+            "Leo Martin: Decision: send a proposal with project-level access control by Friday."
+        ),
+    },
+    {
+        "id": "meeting-platform-weekly",
+        "collection": "meetings",
+        "title": "Platform weekly",
+        "domain": "engineering",
+        "tags": ["weekly", "platform"],
+        "people": ["Maya Chen", "Sam Okafor"],
+        "days_ago": 9,
+        "restricted": True,
+        "text": (
+            "Maya Chen: p95 search latency is 24 ms at 100k chunks with the hybrid mode.\n"
+            "Sam Okafor: The nightly Notion sync hit rate limits twice; the backoff handled both.\n"
+            "Maya Chen: Decision: move the Logseq sync to every fifteen minutes.\n"
+            "Sam Okafor: Leo Martin asked for a monthly report of unanswered questions."
+        ),
+    },
+    {
+        "id": "meeting-leo-1on1",
+        "collection": "meetings",
+        "title": "1:1 with Leo",
+        "domain": "people",
+        "tags": ["1on1"],
+        "people": ["Leo Martin", "Maya Chen"],
+        "days_ago": 3,
+        "text": (
+            "Maya Chen: Leo wants to spend more time with clients and less on release management.\n"
+            "Leo Martin: I will hand the release checklist to Sam and pair with him on the next release.\n"
+            "Maya Chen: We agreed to revisit the Northwind proposal once their compliance team replies."
+        ),
+    },
+]
+
+
+def demo_documents(today: dt.date | None = None) -> list[SourceDocument]:
+    """The demo corpus as source documents (restricted ones belong to the platform project)."""
+    today = today or dt.date.today()
+    docs = []
+    for item in DEMO_DOCUMENTS:
+        date = today - dt.timedelta(days=item["days_ago"]) if "days_ago" in item else None
+        metadata = {k: item[k] for k in ("entity", "people") if k in item}
+        metadata["tags"] = item.get("tags", [])
+        restricted = item.get("restricted", False)
+        docs.append(
+            SourceDocument(
+                collection=item["collection"],
+                source_type="demo",
+                source_id=item["id"],
+                visibility=Visibility.RESTRICTED if restricted else Visibility.PUBLIC,
+                project=DEMO_PROJECT[0] if restricted else None,
+                units=[
+                    Unit(
+                        unit_anchor="body",
+                        title=item["title"],
+                        content=item["text"],
+                        domain=item.get("domain", ""),
+                        concepts=item.get("tags", []),
+                        code_languages=item.get("code_languages", []),
+                        date=date,
+                        metadata=metadata,
+                    )
+                ],
+            )
+        )
+    return docs
+
+
+def demo_load(*, credentials_path, embedder=None) -> dict:
+    """Create the demo admin, its API token and project, and index the demo corpus (idempotent).
+
+    The admin password is generated once and kept in ``credentials_path`` (under var/, never
+    in git), so every run of ``make demo`` prints the same login.
+    """
+    import json
+    import secrets
+
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    from rag.models import Project
+    from rag.services import chunk_upsert
+
+    if credentials_path.exists():
+        creds = json.loads(credentials_path.read_text())
+    else:
+        creds = {"username": "admin", "password": secrets.token_urlsafe(12)}
+        credentials_path.parent.mkdir(parents=True, exist_ok=True)
+        credentials_path.write_text(json.dumps(creds))
+        credentials_path.chmod(0o600)
+    User = get_user_model()
+    admin, created = User.objects.get_or_create(
+        username=creds["username"], defaults={"is_staff": True, "is_superuser": True, "email": "admin@example.com"}
+    )
+    if created or not admin.check_password(creds["password"]):
+        admin.set_password(creds["password"])
+        admin.is_staff = admin.is_superuser = True
+        admin.save()
+    token, _ = Token.objects.get_or_create(user=admin)
+    project, _ = Project.objects.get_or_create(slug=DEMO_PROJECT[0], defaults={"name": DEMO_PROJECT[1]})
+    project.members.add(admin)
+    result = chunk_upsert(documents=demo_documents(), embedder=embedder)
+    return {"username": creds["username"], "password": creds["password"], "token": token.key, "index": result.as_dict()}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Start a Celery worker (when Redis answers) and the web server, and print how to get in.
+set -euo pipefail
+HOST=${1:-127.0.0.1}
+PORT=${2:-8000}
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+mkdir -p var/log
+CREDS=$($PY -c 'import json;d=json.load(open("var/demo-credentials.json"));print(d["username"], d["password"])')
+TOKEN=$($PY manage.py shell -c 'from rest_framework.authtoken.models import Token; print(Token.objects.get(user__username="admin").key)' 2>/dev/null | tail -n1)
+BROKER=$($PY manage.py shell -c 'from django.conf import settings; print(settings.KNOWHUB_BROKER)' 2>/dev/null | tail -n1)
+WORKER_PID=""
+if [ "$BROKER" = "redis" ]; then
+  .venv/bin/celery -A knowhub worker --loglevel=info --concurrency=1 >var/log/worker.log 2>&1 &
+  WORKER_PID=$!
+  WORKER_NOTE="worker: running (log in var/log/worker.log)"
+else
+  WORKER_NOTE="worker: none (no Redis on 127.0.0.1:6379) — tasks run inline"
+fi
+stop_worker() { if [ -n "$WORKER_PID" ]; then kill "$WORKER_PID" 2>/dev/null || true; fi; }
+trap stop_worker EXIT INT TERM
+cat <<MSG
+
+  knowhub is running at   http://$HOST:$PORT/
+  admin:                  http://$HOST:$PORT/admin/   login: ${CREDS% *} / ${CREDS#* }
+  API token:              $TOKEN
+  try:   curl -s -H "Authorization: Token $TOKEN" -H 'Content-Type: application/json' \\
+           -d '{"query": "how does search rank results"}' http://$HOST:$PORT/rag/query
+  $WORKER_NOTE
+  stop with Ctrl-C (the embedded database keeps running; 'make stop' stops it)
+
+MSG
+$PY manage.py runserver "$HOST:$PORT" --noreload

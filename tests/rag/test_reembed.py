@@ -1,0 +1,64 @@
+"""Moving the index to another embedding provider never leaves search empty."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from rag.acl import Scope
+from rag.models import Chunk
+from rag.search import chunk_search
+from rag.selectors import EmbeddingModelMismatch
+from rag.services import chunk_upsert, index_reembed
+from rag.units import SourceDocument, Unit
+from tests.conftest import HashingEmbedder
+
+TOPICS = [
+    "Closures keep a reference to the variables of the scope they were created in.",
+    "Promises represent a value that will be available later; then() chains callbacks.",
+    "The event loop takes the next task once the call stack is empty.",
+    "Generators pause at each yield and resume when next() is called.",
+    "An inner join keeps only rows that match in both tables.",
+]
+
+
+def _column_dims() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'rag_chunk'::regclass AND attname = 'embedding'"
+        )
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reembed_moves_every_chunk_and_search_never_goes_empty(local_embedder):
+    docs = [
+        SourceDocument(collection="notes", source_type="note", source_id=str(i), units=[Unit(unit_anchor="u", content=t)])
+        for i, t in enumerate(TOPICS)
+    ]
+    chunk_upsert(documents=docs, embedder=local_embedder)
+    # The stand-in target is about the move mechanism, not about embedding quality.
+    target = HashingEmbedder(dims=16, name="test:hashing-16")
+    seen_during_move = []
+
+    def search_meanwhile():
+        hits = chunk_search(query="event loop", scope=Scope.everything(), embedder=local_embedder).hits
+        seen_during_move.append(len(hits))
+
+    result = index_reembed(target=target, batch_size=2, on_batch=search_meanwhile)
+    assert result == {"reembedded": len(TOPICS), "model": "test:hashing-16", "dims": 16}
+    assert seen_during_move and all(n > 0 for n in seen_during_move)
+    assert _column_dims() == 16
+    assert set(Chunk.objects.values_list("embedding_model", flat=True)) == {"test:hashing-16"}
+    with pytest.raises(EmbeddingModelMismatch, match="reembed"):
+        chunk_search(query="event loop", scope=Scope.everything(), embedder=local_embedder)
+    hits = chunk_search(query="event loop task", scope=Scope.everything(), embedder=target).hits
+    assert hits
+
+    # And back to the configured local model, through the command a user runs.
+    call_command("reembed", "--json")
+    assert _column_dims() == 384
+    assert set(Chunk.objects.values_list("embedding_model", flat=True)) == {local_embedder.name}
+    top = chunk_search(query="what does the event loop do", scope=Scope.everything(), embedder=local_embedder).hits[0]
+    assert "event loop" in top.content
