@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
@@ -11,6 +12,8 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from ingestion.models import IngestRun
 from ingestion.services import IngestError
+
+logger = logging.getLogger(__name__)
 
 
 def parse_since(value: str | None) -> dt.datetime | None:
@@ -55,6 +58,11 @@ class IngestCommand(BaseCommand):
             run = self.run(progress_factory=self.progress_factory(options), **options)
         except IngestError as exc:
             raise CommandError(str(exc)) from exc
+        except CommandError:
+            raise
+        except Exception as exc:  # recorded on the run already; say it plainly
+            logger.exception("%s failed", self.__module__)
+            raise CommandError(f"{type(exc).__name__}: {exc}") from exc
         finally:
             for bar in getattr(self, "_bars", []):
                 bar.close()
