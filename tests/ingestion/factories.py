@@ -6,7 +6,16 @@ import datetime as dt
 
 from django.utils import timezone
 
-from ingestion.models import Chapter, ContentBlock, Course, Imagimodel, Layer, Page, Subchapter, Zone
+from ingestion.models import (
+    Chapter,
+    ContentBlock,
+    Course,
+    Imagimodel,
+    Layer,
+    Page,
+    Subchapter,
+    Zone,
+)
 
 
 def course_tree(*, slug: str = "js-foundations", canon: bool = False, subchapter_title: str = "JavaScript"):
