@@ -43,7 +43,7 @@ logger = logging.getLogger(__name__)
 class Candidate:
     """One source object a sync found: its document or why it could not be read."""
 
-    label: str  # what errors name: a path or a page id; equals the document's source_id
+    label: str  # what errors name (a path, a page id); the document's source_id once parsed
     fingerprint: str
     document: SourceDocument | None = None
     error: str | None = None
@@ -86,6 +86,8 @@ def sync_candidates(
     changed: list[tuple[Candidate, str]] = []
     seen: set[str] = set()
     for cand in candidates:
+        if cand.document is not None:
+            cand.label = cand.document.source_id  # states are keyed by source id
         seen.add(cand.label)
         recorder.count(sources=1)
         if cand.error or cand.document is None:
