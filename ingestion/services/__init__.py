@@ -12,7 +12,7 @@ folder sync no longer finds, and CMS objects deleted in the admin, are deleted o
 
 Modules: ``core`` (runs, the shared upsert path, dry-run planning), ``cms``, ``folders``
 (fingerprints, Logseq/markdown), ``notion`` (webhook deliveries, pull), ``documents``,
-``reindex``.
+``reindexing``.
 """
 
 from ingestion.services.cms import (
@@ -49,7 +49,7 @@ from ingestion.services.notion import (
     notion_sync,
     notion_webhook_secret,
 )
-from ingestion.services.reindex import normalise_types, reindex, reindex_enqueue
+from ingestion.services.reindexing import normalise_types, reindex, reindex_enqueue
 
 __all__ = [
     "ALL_TYPES", "CMS", "CMS_TYPES", "NOTION_COLLECTION", "Candidate", "DeliveryReceipt", "IngestError",

@@ -88,9 +88,8 @@ def test_non_staff_cannot_ingest(api_client, user):
     assert not Chunk.objects.exists()
 
 
-def test_private_documents_are_owned_by_the_poster(api_client, staff_user, user, hashing_embedder, monkeypatch):
+def test_private_documents_are_owned_by_the_poster(api_client, staff_user, user, use_hashing_embedder, monkeypatch):
     # hashing embedder: about ACL fields.
-    monkeypatch.setattr("ingestion.services.core.get_embedder", lambda: hashing_embedder)
     api_client.force_authenticate(staff_user)
     response = api_client.post(URL, {"documents": [NOTE], "visibility": "private"}, format="json")
     assert response.status_code == 200
@@ -99,9 +98,8 @@ def test_private_documents_are_owned_by_the_poster(api_client, staff_user, user,
     assert set(Chunk.objects.values_list("visibility", "owner_hash")) == {("private", user_hash(staff_user.pk))}
 
 
-def test_command_on_files_is_incremental(tmp_path, capsys, hashing_embedder, monkeypatch):
+def test_command_on_files_is_incremental(tmp_path, capsys, use_hashing_embedder, monkeypatch):
     # hashing embedder: about counts.
-    monkeypatch.setattr("ingestion.services.core.get_embedder", lambda: hashing_embedder)
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "board.md").write_text("# Board meeting\n\nWe hired a CFO.\n")
     (tmp_path / "standup.json").write_text(json.dumps(TRANSCRIPT))
@@ -121,9 +119,8 @@ def test_command_on_files_is_incremental(tmp_path, capsys, hashing_embedder, mon
     assert third["removed"] == 1 and not Chunk.objects.filter(source_id="notes/board").exists()
 
 
-def test_one_real_qmsum_meeting_keeps_speakers(tmp_path, hashing_embedder, monkeypatch):
+def test_one_real_qmsum_meeting_keeps_speakers(tmp_path, use_hashing_embedder, monkeypatch):
     # hashing embedder: checks the real file's shape, not retrieval.
-    monkeypatch.setattr("ingestion.services.core.get_embedder", lambda: hashing_embedder)
     source = shared_data("qmsum-val") / "Bed002.json"
     (tmp_path / "Bed002.json").write_bytes(source.read_bytes())
     call_command("ingest_documents", str(tmp_path), "--json")

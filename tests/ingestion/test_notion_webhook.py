@@ -111,9 +111,8 @@ def test_oversize_body_is_413(client, secret, settings):
     assert response.status_code == 413 and not NotionDelivery.objects.exists()
 
 
-def test_replay_returns_the_same_delivery_and_changes_nothing(client, secret, hashing_embedder, monkeypatch, django_capture_on_commit_callbacks):
+def test_replay_returns_the_same_delivery_and_changes_nothing(client, secret, use_hashing_embedder, hashing_embedder, django_capture_on_commit_callbacks):
     # hashing embedder: the test is about replays, not retrieval.
-    monkeypatch.setattr("ingestion.services.core.get_embedder", lambda: hashing_embedder)
     with django_capture_on_commit_callbacks(execute=True):
         first = post(client, payload())
     snapshot = list(Chunk.objects.values_list("chunk_uid", "content_hash", "updated_at"))
@@ -128,9 +127,8 @@ def test_replay_returns_the_same_delivery_and_changes_nothing(client, secret, ha
     assert len(hashing_embedder.calls) == calls
 
 
-def test_a_page_that_shrinks_leaves_no_orphans(client, secret, hashing_embedder, monkeypatch, django_capture_on_commit_callbacks):
+def test_a_page_that_shrinks_leaves_no_orphans(client, secret, use_hashing_embedder, monkeypatch, django_capture_on_commit_callbacks):
     # hashing embedder: about chunk counts.
-    monkeypatch.setattr("ingestion.services.core.get_embedder", lambda: hashing_embedder)
     long = "\n\n".join(f"Paragraph {i}: " + "retrieval design notes and trade-offs " * 20 for i in range(8))
     with django_capture_on_commit_callbacks(execute=True):
         post(client, payload(content=long))
@@ -141,22 +139,21 @@ def test_a_page_that_shrinks_leaves_no_orphans(client, secret, hashing_embedder,
     assert chunks.count() == 1 and chunks.get().chunk_uid.endswith(":u_0:0")
 
 
-def test_broker_outage_loses_nothing_the_sweeper_processes_it(client, secret, hashing_embedder, monkeypatch, django_capture_on_commit_callbacks):
+def test_broker_outage_loses_nothing_the_sweeper_processes_it(client, secret, use_hashing_embedder, monkeypatch, django_capture_on_commit_callbacks):
     # hashing embedder: about delivery bookkeeping.
-    monkeypatch.setattr("ingestion.services.core.get_embedder", lambda: hashing_embedder)
     from ingestion import tasks
 
     def broker_down(*args, **kwargs):
         raise ConnectionError("redis is down")
 
+    real_delay = tasks.process_notion_delivery.delay
     monkeypatch.setattr(tasks.process_notion_delivery, "delay", broker_down)
     with django_capture_on_commit_callbacks(execute=True):
         response = post(client, payload())
     assert response.status_code == 202  # stored: the sender need not retry
     delivery = NotionDelivery.objects.get()
     assert delivery.status == NotionDelivery.Status.PENDING and not Chunk.objects.exists()
-    monkeypatch.undo()
-    monkeypatch.setattr("ingestion.services.core.get_embedder", lambda: hashing_embedder)
+    monkeypatch.setattr(tasks.process_notion_delivery, "delay", real_delay)  # the broker is back
     NotionDelivery.objects.filter(pk=delivery.pk).update(updated_at=delivery.updated_at.replace(year=2020))
     assert tasks.sweep_notion_deliveries() == 1  # runs inline in tests
     delivery.refresh_from_db()
