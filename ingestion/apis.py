@@ -49,12 +49,18 @@ class NotionIngestApi(APIView):
     parser_classes = [RawBodyParser]
 
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "NotionDeliveryInput"
+
         page_id = serializers.CharField()
         properties = serializers.DictField(required=False)
         content = serializers.CharField(required=False, allow_blank=True)
         url = serializers.CharField(required=False, allow_blank=True)
 
     class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "NotionDeliveryOutput"
+
         delivery_id = serializers.IntegerField()
         status = serializers.CharField()
         replay = serializers.BooleanField()
@@ -143,6 +149,9 @@ class DocumentsIngestApi(APIView):
     permission_classes = [permissions.IsAdminUser]
 
     class InputSerializer(StrictSerializerMixin, serializers.Serializer):
+        class Meta:
+            ref_name = "DocumentsIngestInput"
+
         documents = serializers.ListField(child=serializers.DictField(), allow_empty=False)
         project = serializers.SlugField(required=False, allow_null=True, default=None)
         visibility = serializers.ChoiceField(choices=["public", "restricted", "private"], default="public")
@@ -187,6 +196,9 @@ class ReindexApi(APIView):
     permission_classes = [permissions.IsAdminUser]
 
     class InputSerializer(StrictSerializerMixin, serializers.Serializer):
+        class Meta:
+            ref_name = "ReindexInput"
+
         types = serializers.ListField(child=serializers.CharField(), required=False, default=list)
         since = serializers.DateTimeField(required=False, allow_null=True, default=None)
         dry_run = serializers.BooleanField(required=False, default=False)
