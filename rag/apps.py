@@ -18,3 +18,6 @@ class RagConfig(AppConfig):
 
     def ready(self):
         pre_migrate.connect(_require_pgvector, sender=self, dispatch_uid="rag_require_pgvector")
+        from knowhub.celery import log_broker_mode_once
+
+        log_broker_mode_once()

@@ -95,9 +95,12 @@ def plan_rows(doc: SourceDocument, project_ids: dict[str, int]) -> list[dict]:
         if doc.project not in project_ids:
             raise SourceError(f"unknown project {doc.project!r}")
         project_id = project_ids[doc.project]
+    size = doc.chunk_size or settings.KNOWHUB_CHUNK_SIZE
+    overlap = doc.chunk_overlap if doc.chunk_overlap is not None else settings.KNOWHUB_CHUNK_OVERLAP
+    overlap = min(overlap, size // 2)
     rows = []
     for unit in doc.units:
-        pieces = split_text(unit.content, size=doc.chunk_size, overlap=doc.chunk_overlap)
+        pieces = split_text(unit.content, size=size, overlap=overlap)
         for idx, piece in enumerate(pieces):
             rows.append(
                 {

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from knowhub.celery import log_broker_mode_once
 from rag.embeddings import TransientEmbeddingError
 from rag.services import chunk_upsert
 from rag.units import SourceDocument
@@ -26,5 +25,4 @@ def upsert_documents(self, documents: list[dict]) -> dict:
 
 def enqueue_upsert(documents: list[SourceDocument]):
     """Queue an upsert (inline when no broker runs)."""
-    log_broker_mode_once()
     return upsert_documents.delay([d.to_dict() for d in documents])

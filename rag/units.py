@@ -61,8 +61,8 @@ class SourceDocument:
     owner_hash: str = ""
     author_hash: str = ""
     pii_level: int = 0
-    chunk_size: int = 1000
-    chunk_overlap: int = 180
+    chunk_size: int | None = None  # None: KNOWHUB_CHUNK_SIZE (1000)
+    chunk_overlap: int | None = None  # None: KNOWHUB_CHUNK_OVERLAP (180)
 
     @property
     def key(self) -> tuple[str, str, str]:
