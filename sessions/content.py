@@ -63,7 +63,12 @@ TOPIC_SCHEMA = {
                 "type": "object",
                 "required": ["name", "description"],
                 "additionalProperties": False,
-                "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 100}, "description": _TEXT},
+                "properties": {
+                    "name": {"type": "string", "minLength": 1, "maxLength": 100},
+                    "description": _TEXT,
+                    # The behaviour in everyday words: what symbol suggestions are matched on.
+                    "gist": {"type": "string"},
+                },
             },
         },
         "truths": {"type": "array", "minItems": 1, "items": _TEXT},
