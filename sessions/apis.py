@@ -11,7 +11,7 @@ import json
 import logging
 
 from django.http import StreamingHttpResponse
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 # --- output shapes --------------------------------------------------------------------------
 
 
+@extend_schema_serializer(component_name="SessionEvent")
 class EventSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     role = serializers.CharField()
@@ -36,12 +37,14 @@ class EventSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+@extend_schema_serializer(component_name="SessionLegendRow")
 class LegendRowSerializer(serializers.Serializer):
     entity = serializers.CharField()
     symbol = serializers.CharField()
     meaning = serializers.CharField(allow_blank=True)
 
 
+@extend_schema_serializer(component_name="SessionProgress")
 class ProgressSerializer(serializers.Serializer):
     phase = serializers.CharField()
     phase_index = serializers.IntegerField()
@@ -53,11 +56,14 @@ class ProgressSerializer(serializers.Serializer):
     tests_total = serializers.IntegerField()
 
 
+@extend_schema_serializer(component_name="LearningSession")
 class SessionOutputSerializer(serializers.Serializer):
+    @extend_schema_serializer(component_name="SessionRealmRef")
     class RealmRef(serializers.Serializer):
         slug = serializers.CharField()
         name = serializers.CharField()
 
+    @extend_schema_serializer(component_name="SessionTopicRef")
     class TopicRef(serializers.Serializer):
         slug = serializers.CharField()
         title = serializers.CharField()
@@ -126,10 +132,12 @@ _ERRORS = {
 class SessionStartApi(APIView):
     """Resume the open session in a realm, or start one on the learner's next topic."""
 
+    @extend_schema_serializer(component_name="SessionStartInput")
     class InputSerializer(StrictSerializerMixin, serializers.Serializer):
         realm = serializers.SlugField(max_length=100)
         topic = serializers.SlugField(max_length=100, required=False, help_text="Pick a topic (e.g. to revisit one).")
 
+    @extend_schema_serializer(component_name="SessionStartOutput")
     class OutputSerializer(SessionOutputSerializer):
         resumed = serializers.BooleanField()
 
@@ -157,6 +165,7 @@ class SessionDetailApi(APIView):
         return Response(session_output(session))
 
 
+@extend_schema_serializer(component_name="SessionChatInput")
 class ChatInputSerializer(StrictSerializerMixin, serializers.Serializer):
     message = serializers.CharField(max_length=services.MAX_MESSAGE_CHARS, trim_whitespace=True)
 
@@ -166,6 +175,7 @@ class SessionChatApi(APIView):
 
     InputSerializer = ChatInputSerializer
 
+    @extend_schema_serializer(component_name="SessionChatOutput")
     class OutputSerializer(serializers.Serializer):
         user_event = EventSerializer()
         event = EventSerializer()
@@ -221,6 +231,7 @@ class SessionChatStreamApi(APIView):
 class SessionFinishApi(APIView):
     """Extract and store the artifact, mark the topic complete, index it. Safe to repeat."""
 
+    @extend_schema_serializer(component_name="SessionFinishOutput")
     class OutputSerializer(SessionOutputSerializer):
         already_finished = serializers.BooleanField()
 
@@ -242,7 +253,9 @@ class SessionFinishApi(APIView):
 class RealmListApi(APIView):
     """Realms with the learner's progress: topics, which are completed, the open session."""
 
+    @extend_schema_serializer(component_name="RealmProgress")
     class OutputSerializer(serializers.Serializer):
+        @extend_schema_serializer(component_name="RealmTopicProgress")
         class TopicRow(serializers.Serializer):
             slug = serializers.CharField()
             title = serializers.CharField()

@@ -42,6 +42,12 @@ _LEADING_FALSE = re.compile(r"^\W*(no|false|wrong|nope|not really|incorrect|myth
 _LEADING_TRUE = re.compile(r"^\W*(yes|true|correct|right|yep)\b", re.I)
 
 
+def _clean_reason(text: str) -> str:
+    text = re.sub(r"^[\s—–\-:,;=.]+|[\s—–\-:,;=]+$", "", text)
+    text = re.sub(r"^(because|since|as|for)\s+", "", text, flags=re.I)
+    return re.sub(r"[\s,]*\b(like|as)\s+(a|an|the)\s*$", "", text, flags=re.I).strip()
+
+
 def words(text: str) -> list[str]:
     """Lower-case word tokens (letters, digits, dots kept inside names like Promise.all)."""
     return re.findall(r"[a-z0-9]+(?:[.'][a-z0-9]+)*", text.lower())
@@ -53,10 +59,10 @@ def keyword_hit(answer: str, keyword: str) -> bool:
     Alternatives are compared as word sequences, so "a c b" matches "A, C, B" and "0 1 4"
     matches "[0, 1, 4]"; a word also matches its plural/verb forms ("reject" ⊂ "rejects").
     """
-    tokens = words(answer)
+    tokens = words(answer.replace(".", " "))  # "functools.wraps" also counts as "wraps"
     joined = " " + " ".join(tokens) + " "
     for alt in keyword.split("|"):
-        alt_tokens = words(alt)
+        alt_tokens = words(alt.replace(".", " "))
         if not alt_tokens:
             continue
         if " " + " ".join(alt_tokens) + " " in joined:
@@ -89,9 +95,10 @@ def score_answer(answer: str, expected: str, keywords: list[str] | None, embedde
 
     The similarity of all-MiniLM-L6-v2 sits around 0.1–0.3 for unrelated sentences and 0.6–0.9
     for paraphrases, so it is rescaled linearly from [SIM_FLOOR, SIM_CEIL] onto [0, 1]. When the
-    test lists keywords (each a ``|``-separated set of alternatives), the final score is
-    0.6·similarity + 0.4·keyword coverage: similarity alone rewards answers that merely sound
-    like the expected one ("it logs 2" vs "it logs 1").
+    test lists keywords (each a ``|``-separated set of alternatives), the similarity is scaled by
+    0.4 + 0.6·keyword coverage: similarity alone rewards answers that merely sound like the
+    expected one ("it logs 3 because they share n" is 0.78 similar to "it logs 1 because each
+    has its own n"), while the key facts decide whether it is right.
     """
     floor = settings.KNOWHUB_SESSIONS_SIM_FLOOR
     ceil = settings.KNOWHUB_SESSIONS_SIM_CEIL
@@ -104,7 +111,7 @@ def score_answer(answer: str, expected: str, keywords: list[str] | None, embedde
     if keywords:
         missing = [k for k in keywords if not keyword_hit(answer, k)]
         coverage = 1 - len(missing) / len(keywords)
-        score = 0.6 * sim_score + 0.4 * coverage
+        score = sim_score * (0.4 + 0.6 * coverage)
     else:
         missing, coverage, score = [], None, sim_score
     return TestScore(round(sim, 4), None if coverage is None else round(coverage, 4), round(score, 4), score >= settings.KNOWHUB_SESSIONS_PASS_SCORE, missing)
@@ -278,11 +285,12 @@ class OfflineGuide:
                 found.append((m.start(), sym["name"], m.end()))
         if found:
             found.sort()
-            _, name, end = found[0]
-            start = found[0][0]
-            why = (message[:start] + " " + message[end:]).strip()
-            why = re.sub(r"^[\s—–\-:,=.]+", "", why)
-            why = re.sub(r"^(because|since|as)\s+", "", why, flags=re.I).strip()
+            start, name, end = found[0]
+            # The reason usually follows the symbol ("Lantern — because …"), sometimes precedes it
+            # ("it remembers where it came from, like a lantern").
+            after = _clean_reason(message[end:])
+            before = _clean_reason(message[:start])
+            why = after if self._meaningful(after) or not self._meaningful(before) else before
             return name, why
         m = _CUSTOM.match(message)
         if m and len(m.group("symbol").split()) <= 4:
