@@ -83,10 +83,12 @@ def extract_deterministic(*, topic: dict, realm: dict, state: dict, legend: list
     unmapped = [e["name"] for e in topic.get("entities", []) if e["name"] not in {r["entity"] for r in legend}]
     if unmapped:
         lines.append("Still without a symbol: " + ", ".join(unmapped) + ".")
-    if rules:
-        lines.append("The laws of this world: " + " ".join(r if r.endswith(".") else r + "." for r in rules[:6]))
+    if own and own.get("text"):
+        lines.append(f"The law I keep in mind: {own['text'].rstrip('.')}.")
+    elif rules:
+        lines.append(f"The first law of this world: {rules[0]}")
     if red_flags:
-        lines.append(f"Beware the rumours of {realm_name}: " + " ".join(m["claim"] for m in topic.get("misconceptions", [])) + " None of them is true.")
+        lines.append(f"And beware the {len(red_flags)} rumours told in {realm_name}: they are my red flags.")
     return Artifact(
         legend=[{"entity": r["entity"], "symbol": r["symbol"], "meaning": r.get("meaning", "")} for r in legend],
         rules=rules,
