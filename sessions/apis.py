@@ -13,6 +13,7 @@ import logging
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -196,10 +197,22 @@ class SessionChatApi(APIView):
         return Response({"user_event": result.user_event, "event": result.event, "session": session_output(session, with_events=False)})
 
 
+class EventStreamRenderer(BaseRenderer):
+    """Lets clients ask for ``Accept: text/event-stream``; errors before the stream are JSON."""
+
+    media_type = "text/event-stream"
+    format = "sse"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return json.dumps(data, default=str).encode()
+
+
 class SessionChatStreamApi(APIView):
     """The chat as server-sent events: ``delta`` (text), ``replace``, then ``done`` or ``error``."""
 
     InputSerializer = ChatInputSerializer
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     @extend_schema(request=InputSerializer, responses={(200, "text/event-stream"): str, **_ERRORS})
     def post(self, request, pk: int):

@@ -9,7 +9,7 @@ def good_answers(session) -> list[str]:
     out = []
     for entity in topic["entities"]:
         symbol = state["suggestions"][entity["name"]][0]
-        out.append(f"{symbol} — because it {entity['gist']}")
+        out.append(f"{symbol} — it is like this: {entity['gist']}")
     out.append(topic["truths"][0])
     out += [f"False. {m['correction']}" for m in topic["misconceptions"]]
     out += [t["expected"] for t in topic["tests"]]

@@ -93,8 +93,8 @@ def test_finishing_twice_is_harmless_and_finished_sessions_are_read_only(learnin
 
     res = api_client.post(f"/sessions/{sid}/chat", {"message": "one more"}, format="json")
     assert res.status_code == 409 and res.json()["error"] == "session_finished"
-    res = api_client.post(f"/sessions/{sid}/chat/stream", {"message": "one more"}, format="json")
-    assert res.status_code == 409
+    res = api_client.post(f"/sessions/{sid}/chat/stream", {"message": "one more"}, format="json", HTTP_ACCEPT="text/event-stream")
+    assert res.status_code == 409 and b"session_finished" in res.content
     assert SessionEvent.objects.filter(session_id=sid).count() == events
 
 
@@ -111,7 +111,7 @@ def test_resume_over_the_api(learning_content, user, api_client):
 def test_stream_endpoint_sends_deltas_then_done(learning_content, user, api_client):
     api_client.force_authenticate(user)
     sid = api_client.post("/sessions/start", {"realm": "fantasy"}, format="json").json()["id"]
-    res = api_client.post(f"/sessions/{sid}/chat/stream", {"message": "suggest"}, format="json")
+    res = api_client.post(f"/sessions/{sid}/chat/stream", {"message": "suggest"}, format="json", HTTP_ACCEPT="text/event-stream")
     assert res.status_code == 200 and res["Content-Type"] == "text/event-stream"
     body = b"".join(res.streaming_content).decode()
     kinds = [line.split(": ", 1)[1] for line in body.splitlines() if line.startswith("event: ")]
