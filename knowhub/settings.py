@@ -213,3 +213,13 @@ if NOTION_TOKEN:
         "task": "ingestion.notion_sync",
         "schedule": 60.0 * KNOWHUB_NOTION_SYNC_MINUTES,
     }
+
+# --- Learning sessions (sessions app) ---------------------------------------------------------
+# Test answers are scored by cosine similarity to the expected answer, rescaled from
+# [SIM_FLOOR, SIM_CEIL] to [0, 1] (all-MiniLM-L6-v2: unrelated ≈ 0.1–0.3, paraphrase ≈ 0.6–0.9).
+KNOWHUB_SESSIONS_SIM_FLOOR = env.float("KNOWHUB_SESSIONS_SIM_FLOOR", default=0.25)
+KNOWHUB_SESSIONS_SIM_CEIL = env.float("KNOWHUB_SESSIONS_SIM_CEIL", default=0.80)
+KNOWHUB_SESSIONS_PASS_SCORE = env.float("KNOWHUB_SESSIONS_PASS_SCORE", default=0.5)
+# What the guide grounds itself in: course content of the topic's domain.
+KNOWHUB_SESSIONS_GROUNDING_COLLECTIONS = env.list("KNOWHUB_SESSIONS_GROUNDING_COLLECTIONS", default=["course_content"])
+KNOWHUB_SESSIONS_GROUNDING_MIN_SCORE = env.float("KNOWHUB_SESSIONS_GROUNDING_MIN_SCORE", default=0.35)

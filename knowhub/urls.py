@@ -11,6 +11,8 @@ urlpatterns = [
     path("health", HealthApi.as_view(), name="health"),
     path("", include("ingestion.urls")),  # /notion/ingest, /ingest/documents, /rag/reindex
     path("rag/", include("rag.urls")),
+    path("sessions/", include("sessions.urls")),
+    path("learn/", include("sessions.page_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
