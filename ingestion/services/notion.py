@@ -32,6 +32,7 @@ from ingestion.services.core import (
 )
 from ingestion.services.folders import Candidate, _states_for, sync_candidates
 from rag.embeddings import Embedder, TransientEmbeddingError, get_embedder
+from rag.services import source_soft_delete
 
 logger = logging.getLogger(__name__)
 
@@ -104,12 +105,33 @@ def notion_delivery_process(
                 raise
             if recorder.run.errors:
                 error = "; ".join(e["error"] for e in recorder.run.errors)
+            else:
+                _supersede(source_type="notion_page", page_ids=[doc.source_id])
             delivery.result = recorder.run.counts()
     delivery.status = NotionDelivery.Status.FAILED if error else NotionDelivery.Status.DONE
     delivery.error = error
     delivery.processed_at = timezone.now()
     delivery.save(update_fields=["status", "error", "result", "processed_at", "updated_at"])
     return delivery
+
+
+def _id_forms(page_ids) -> list[str]:
+    """A Notion id as n8n may send it (with or without dashes) and as the API returns it."""
+    forms: set[str] = set()
+    for page_id in page_ids:
+        bare = page_id.replace("-", "")
+        forms |= {page_id, bare}
+        if len(bare) == 32:
+            forms.add(f"{bare[:8]}-{bare[8:12]}-{bare[12:16]}-{bare[16:20]}-{bare[20:]}")
+    return sorted(forms)
+
+
+def _supersede(*, source_type: str, page_ids) -> int:
+    """Hide the other route's copy of the same pages: a page pushed by the webhook and pulled by
+    the sync is one page, and the version that arrived last is the one search shows."""
+    if not page_ids:
+        return 0
+    return source_soft_delete(collection=NOTION_COLLECTION, source_type=source_type, source_ids=_id_forms(page_ids))
 
 
 def notion_deliveries_due(*, older_than: dt.timedelta = dt.timedelta(minutes=2), max_attempts: int = 5) -> list[int]:
@@ -223,6 +245,7 @@ def notion_sync(
             embedder=embedder, progress=progress,
         )  # fmt: skip
         if not dry_run:
+            _supersede(source_type="notion_note", page_ids=[c.label for c in candidates if c.document is not None])
             # A page whose blocks were unchanged still records its new version (no re-fetch next time).
             for cand in candidates:
                 if cand.document is not None:

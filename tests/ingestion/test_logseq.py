@@ -173,7 +173,8 @@ def test_huge_subtree_is_split_at_child_bullets_keeping_parents(tmp_path):
         assert unit.content.startswith("Lore\n- Lighthouse\n  - Fact")
         assert unit.breadcrumb == "Lore > Lore > Lighthouse"
         assert len(unit.content) <= MAX_UNIT_CHARS
-        assert split_text(unit.content, size=doc.chunk_size, overlap=doc.chunk_overlap) == [unit.content]
+        overlap = doc.chunk_overlap if doc.chunk_overlap is not None else 180
+        assert split_text(unit.content, size=doc.chunk_size, overlap=overlap) == [unit.content]
         facts |= {line for line in unit.content.split("\n") if "Fact" in line}
     assert len(facts) == 12  # every child kept exactly once across the pieces
     assert len({u.unit_anchor for u in doc.units}) == len(doc.units)

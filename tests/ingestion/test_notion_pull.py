@@ -218,3 +218,17 @@ def test_recorded_real_api_responses(hashing_embedder):
     first = responses[0]["results"][0]["id"]
     contents = " ".join(Chunk.objects.filter(source_id=first).values_list("content", flat=True))
     assert "Heading 1" in contents and "% ls -l" in contents
+
+
+def test_a_page_pushed_and_pulled_is_one_page_in_search(notion, hashing_embedder):
+    """The webhook (notion_note) and the pull (notion_page) describe the same page: whichever
+    arrived last is live, the other is hidden. (Stand-in embedder: this is about bookkeeping.)"""
+    from ingestion.sources.notion import webhook_to_document
+    from rag.services import chunk_upsert
+
+    note = webhook_to_document({"page_id": "p-closures", "properties": {"title": "Closures (pushed)"},
+                                "content": "Pushed copy of the closures page.", "url": ""})  # fmt: skip
+    chunk_upsert(documents=[note], embedder=hashing_embedder)
+    sync(notion, hashing_embedder)
+    live = set(live_chunks().values_list("source_type", "source_id"))
+    assert ("notion_page", "p-closures") in live and ("notion_note", "p-closures") not in live
