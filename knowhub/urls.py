@@ -9,6 +9,7 @@ from rag.apis import HealthApi
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("health", HealthApi.as_view(), name="health"),
+    path("rag/", include("feedback.urls")),  # /rag/feedback, /rag/feedback/click
     path("rag/", include("rag.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
