@@ -398,14 +398,17 @@ def fit_weights(
     *,
     start: RankingWeights,
     granularity: str = "chunk",
+    label_source: list[LabelledQuery] | None = None,
     rounds: int = 4,
     progress: Callable[[str, float], None] | None = None,
 ) -> tuple[RankingWeights, float]:
     """Coordinate search maximising mean nDCG@10 on ``train`` (leave-one-query-out balances).
 
-    Moves a coordinate only on a strict improvement, so with nothing to learn it returns ``start``.
+    The judgment feature of each train query counts the labels of ``label_source`` (default:
+    ``train``) except its own. A coordinate moves only on a strict improvement, so with nothing to
+    learn ``start`` comes back unchanged.
     """
-    prepared = _prepare(train, train, granularity)
+    prepared = _prepare(train, label_source if label_source is not None else train, granularity)
     best, best_score = start, _mean_ndcg(prepared, start)
     max_judgment = settings.KNOWHUB_FEEDBACK_MAX_JUDGMENT_WEIGHT
     coords: list[tuple[str, Sequence[float]]] = [
