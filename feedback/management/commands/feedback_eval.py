@@ -218,9 +218,8 @@ class Command(BaseCommand):
 
 def _paraphrased(held_out: list[str], judged: list[str], vectors: dict) -> int:
     """Held-out queries with a judged query at cosine ≥ the paraphrase threshold."""
-    from django.conf import settings
-
     import numpy as np
+    from django.conf import settings
 
     if not held_out or not judged:
         return 0
