@@ -68,10 +68,39 @@ def tune_on(
     val_groups = {q.group for q in validation}
     # Labels that may inform the judgment feature: everything but the validation queries'.
     label_source = [q for q in queries if q.group not in val_groups]
-    fitted, train_after = fit_weights(train, start=start, granularity=granularity, label_source=label_source)
-    train_before = evaluate_weights(train, start, label_source=label_source, granularity=granularity)
-    val_before = evaluate_weights(validation, start, label_source=label_source, granularity=granularity)
-    val_after = evaluate_weights(validation, fitted, label_source=label_source, granularity=granularity)
+    fitted = tune_split(
+        train,
+        validation,
+        label_source=label_source,
+        start=start,
+        granularity=granularity,
+        report=report,
+    )
+    return fitted, report
+
+
+def tune_split(
+    train: list[LabelledQuery],
+    validation: list[LabelledQuery],
+    *,
+    label_source: list[LabelledQuery],
+    start: RankingWeights,
+    granularity: str,
+    report: TuneReport,
+) -> RankingWeights:
+    """Fit on ``train``; ``report.status`` is ``improved`` only if ``validation`` strictly gains."""
+    fitted, train_after = fit_weights(
+        train, start=start, granularity=granularity, label_source=label_source
+    )
+    train_before = evaluate_weights(
+        train, start, label_source=label_source, granularity=granularity
+    )
+    val_before = evaluate_weights(
+        validation, start, label_source=label_source, granularity=granularity
+    )
+    val_after = evaluate_weights(
+        validation, fitted, label_source=label_source, granularity=granularity
+    )
     report.train, report.validation = len(train), len(validation)
     report.after = fitted.as_dict()
     report.train_ndcg = {"before": round(train_before, 4), "after": round(train_after, 4)}
@@ -79,13 +108,15 @@ def tune_on(
     if fitted == start:
         report.status = "unchanged"
         report.message = "no weight change improved nDCG@10 on the train split"
-    elif val_after > val_before + 1e-9:
+    elif validation and val_after > val_before + 1e-9:
         report.status = "improved"
         report.message = f"validation nDCG@10 {val_before:.4f} → {val_after:.4f}"
     else:
         report.status = "rejected"
-        report.message = f"validation nDCG@10 would go {val_before:.4f} → {val_after:.4f}: not activated"
-    return fitted, report
+        report.message = (
+            f"validation nDCG@10 would go {val_before:.4f} → {val_after:.4f}: not activated"
+        )
+    return fitted
 
 
 def ranking_tune(
@@ -110,10 +141,18 @@ def ranking_tune(
         try:
             start = RankingWeights.from_dict(active.weights)
         except ValueError:
-            logger.warning("active ranking config %s is unusable; tuning from the defaults", active.pk)
-    queries = labelled_queries(interactions=interactions, granularity=granularity, embedder=embedder, progress=progress)
+            logger.warning(
+                "active ranking config %s is unusable; tuning from the defaults", active.pk
+            )
+    queries = labelled_queries(
+        interactions=interactions, granularity=granularity, embedder=embedder, progress=progress
+    )
     fitted, report = tune_on(
-        queries, start=start, validation_fraction=validation_fraction, seed=seed, granularity=granularity
+        queries,
+        start=start,
+        validation_fraction=validation_fraction,
+        seed=seed,
+        granularity=granularity,
     )
     if report.status in ("not_enough_data", "unchanged"):
         return report
@@ -125,7 +164,11 @@ def ranking_tune(
     metrics = {
         "train": report.train_ndcg,
         "validation": report.validation_ndcg,
-        "queries": {"train": report.train, "validation": report.validation, "labelled": report.queries},
+        "queries": {
+            "train": report.train,
+            "validation": report.validation,
+            "labelled": report.queries,
+        },
         "granularity": granularity,
         "seed": seed,
         "validation_fraction": validation_fraction,
