@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -30,17 +31,39 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--dataset", required=True, help="BEIR folder, e.g. ../shared/data/scifact")
+        parser.add_argument(
+            "--dataset", required=True, help="BEIR folder, e.g. ../shared/data/scifact"
+        )
         parser.add_argument("--split", default="train")
         parser.add_argument("--judged-fraction", type=float, default=0.5)
-        parser.add_argument("--negatives", type=int, default=3, help="top non-relevant results labelled negative per query")
+        parser.add_argument(
+            "--negatives",
+            type=int,
+            default=3,
+            help="top non-relevant results labelled negative per query",
+        )
         parser.add_argument("--validation-fraction", type=float, default=0.3)
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--limit", type=int, default=0, help="use only the first N queries")
-        parser.add_argument("--keep", action="store_true", help="keep the interactions and judgments it creates")
+        parser.add_argument(
+            "--keep", action="store_true", help="keep the interactions and judgments it creates"
+        )
         parser.add_argument("--json", action="store_true")
 
-    def handle(self, *args, dataset, split, judged_fraction, negatives, validation_fraction, seed, limit, keep, json: bool, **opts):
+    def handle(
+        self,
+        *args,
+        dataset,
+        split,
+        judged_fraction,
+        negatives,
+        validation_fraction,
+        seed,
+        limit,
+        keep,
+        json: bool,
+        **opts,
+    ):
         from feedback.beir import DatasetError, collection_name, ingest_corpus, load_queries_qrels
         from rag.embeddings import get_embedder
 
@@ -95,7 +118,21 @@ class Command(BaseCommand):
             return
         self._print(report)
 
-    def _run(self, *, embedder, collection, queries, qrels, vectors, judged, held_out, negatives, validation_fraction, seed, log):
+    def _run(
+        self,
+        *,
+        embedder,
+        collection,
+        queries,
+        qrels,
+        vectors,
+        judged,
+        held_out,
+        negatives,
+        validation_fraction,
+        seed,
+        log,
+    ):
         from feedback.models import Interaction
         from feedback.ranking import RankingWeights, ranking_override
         from feedback.selectors import labelled_queries
@@ -128,9 +165,9 @@ class Command(BaseCommand):
         # 1. interactions + judgments for the judged queries, from what the plain hybrid shows
         log(f"labelling {len(judged)} queries from the qrels…")
         doc_chunks: dict[str, list[str]] = {}
-        for uid, source_id in Chunk.objects.filter(collection=collection, deleted_at__isnull=True).values_list(
-            "chunk_uid", "source_id"
-        ):
+        for uid, source_id in Chunk.objects.filter(
+            collection=collection, deleted_at__isnull=True
+        ).values_list("chunk_uid", "source_id"):
             doc_chunks.setdefault(source_id, []).append(uid)
         created = []
         n_pos = n_neg = 0
@@ -142,8 +179,14 @@ class Command(BaseCommand):
                     query=queries[qid],
                     filters=filters.as_dict(),
                     retrieved=[
-                        {"chunk_uid": h.chunk_uid, "rank": h.rank, "score": h.score, "vec_score": h.vec_score,
-                         "txt_score": h.txt_score, "collection": h.collection}
+                        {
+                            "chunk_uid": h.chunk_uid,
+                            "rank": h.rank,
+                            "score": h.score,
+                            "vec_score": h.vec_score,
+                            "txt_score": h.txt_score,
+                            "collection": h.collection,
+                        }
                         for h in hits
                     ],  # fmt: skip
                     strategy="feedback-eval",
@@ -152,40 +195,60 @@ class Command(BaseCommand):
                 )
                 rels = set(qrels[qid])
                 labels = [
-                    {"chunk_uid": uid, "label": "positive"} for doc in sorted(rels) for uid in doc_chunks.get(doc, [])
+                    {"chunk_uid": uid, "label": "positive"}
+                    for doc in sorted(rels)
+                    for uid in doc_chunks.get(doc, [])
                 ]
                 wrong = [h for h in hits if h.source_id not in rels][:negatives]
                 labels += [{"chunk_uid": h.chunk_uid, "label": "negative"} for h in wrong]
                 n_pos += sum(1 for j in labels if j["label"] == "positive")
                 n_neg += len(wrong)
-                judgments_apply(interaction=interaction, judgments=labels, actor=None, source="command")
+                judgments_apply(
+                    interaction=interaction, judgments=labels, actor=None, source="command"
+                )
                 created.append(interaction.pk)
 
         # 2. tune exactly as tune_ranking does, on the judged queries only
         log("tuning on the judged queries…")
         labelled = labelled_queries(
-            interactions=Interaction.objects.filter(pk__in=created), granularity="document", embedder=embedder
+            interactions=Interaction.objects.filter(pk__in=created),
+            granularity="document",
+            embedder=embedder,
         )
         fitted, tune = tune_on(
-            labelled, start=default, validation_fraction=validation_fraction, seed=seed, granularity="document"
+            labelled,
+            start=default,
+            validation_fraction=validation_fraction,
+            seed=seed,
+            granularity="document",
         )
 
         # 3. held-out queries: never labelled
         log(f"measuring {len(held_out)} held-out and {len(judged)} judged queries…")
-        held = {
-            "baseline": mean_ndcg(held_out, weights=default, labels=False),
-            "tuned_weights": mean_ndcg(held_out, weights=fitted, labels=False),
-            "label_effect": mean_ndcg(held_out, weights=default, labels=True),
-            "tuned_and_labels": mean_ndcg(held_out, weights=fitted, labels=True),
+        fusion_only = replace(fitted, w_judgment=0.0)
+        paraphrased = _paraphrased(held_out, judged, vectors)
+        unparaphrased = [q for q in held_out if q not in set(paraphrased)]
+        settings_of = {
+            "baseline": {"weights": default, "labels": False},
+            "tuned_weights": {"weights": fitted, "labels": False},
+            "tuned_fusion_only": {"weights": fusion_only, "labels": False},
+            "label_effect": {"weights": default, "labels": True},
+            "tuned_and_labels": {"weights": fitted, "labels": True},
         }
+        held = {name: mean_ndcg(held_out, **kw) for name, kw in settings_of.items()}
+        held_no_para = {name: mean_ndcg(unparaphrased, **kw) for name, kw in settings_of.items()}
         seen = {
             "baseline": mean_ndcg(judged, weights=default, labels=False),
             "label_effect": mean_ndcg(judged, weights=default, labels=True),
             "tuned_and_labels": mean_ndcg(judged, weights=fitted, labels=True),
         }
-        paraphrased = _paraphrased(held_out, judged, vectors)
         return {
-            "queries": {"judged": len(judged), "held_out": len(held_out), "held_out_with_paraphrase": paraphrased},
+            "queries": {
+                "judged": len(judged),
+                "held_out": len(held_out),
+                "held_out_with_paraphrase": len(paraphrased),
+            },
+            "held_out_without_paraphrase_ndcg@10": held_no_para,
             "judgments": {"positive": n_pos, "negative": n_neg},
             "tuning": tune.as_dict(),
             "would_activate": tune.status == "improved",
@@ -208,25 +271,46 @@ class Command(BaseCommand):
             f"({t['status']}; tune_ranking would {'activate' if r['would_activate'] else 'NOT activate'} it)"
         )
         self.stdout.write(f"weights: {r['weights']['baseline']} → {r['weights']['tuned']}")
-        self.stdout.write(f"{'nDCG@10':<22}{'held-out':>10}{'judged':>10}")
-        for name in ("baseline", "tuned_weights", "label_effect", "tuned_and_labels"):
-            held = r["held_out_ndcg@10"].get(name)
-            seen = r["judged_ndcg@10"].get(name)
-            self.stdout.write(f"{name:<22}{held if held is not None else '–':>10}{seen if seen is not None else '–':>10}")
-        self.stdout.write(f"{r['seconds']} s; {'kept' if r['kept'] else 'rolled back'} the interactions it created")
+        self.stdout.write(f"{'nDCG@10':<22}{'held-out':>10}{'no-para':>10}{'judged':>10}")
+        for name in (
+            "baseline",
+            "tuned_weights",
+            "tuned_fusion_only",
+            "label_effect",
+            "tuned_and_labels",
+        ):
+            cells = [
+                r[key].get(name)
+                for key in (
+                    "held_out_ndcg@10",
+                    "held_out_without_paraphrase_ndcg@10",
+                    "judged_ndcg@10",
+                )
+            ]
+            self.stdout.write(
+                f"{name:<22}" + "".join(f"{c if c is not None else '–':>10}" for c in cells)
+            )
+        self.stdout.write(
+            "held-out: queries never labelled; no-para: those of them without a judged paraphrase "
+            "(cosine < threshold); judged: the labelled queries themselves"
+        )
+        self.stdout.write(
+            f"{r['seconds']} s; {'kept' if r['kept'] else 'rolled back'} the interactions it created"
+        )
 
 
-def _paraphrased(held_out: list[str], judged: list[str], vectors: dict) -> int:
+def _paraphrased(held_out: list[str], judged: list[str], vectors: dict) -> list[str]:
     """Held-out queries with a judged query at cosine ≥ the paraphrase threshold."""
     import numpy as np
     from django.conf import settings
 
     if not held_out or not judged:
-        return 0
+        return []
     threshold = settings.KNOWHUB_FEEDBACK_PARAPHRASE_SIMILARITY
     held = np.asarray([vectors[q] for q in held_out], dtype=np.float32)
     seen = np.asarray([vectors[q] for q in judged], dtype=np.float32)
-    return int(((held @ seen.T).max(axis=1) >= threshold).sum())
+    close = (held @ seen.T).max(axis=1) >= threshold
+    return [q for q, c in zip(held_out, close, strict=True) if c]
 
 
 def _dump(obj) -> str:
