@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
@@ -41,6 +41,39 @@ class _Errors:
         return False
 
 
+@extend_schema_serializer(component_name="FeedbackJudgment")
+class JudgmentInputSerializer(StrictSerializerMixin, serializers.Serializer):
+    """One label: ``chunk_uid`` positive/negative, or preferred over ``preferred_over``."""
+
+    chunk_uid = serializers.CharField(max_length=600)
+    label = serializers.ChoiceField(choices=Judgment.Label.choices, required=False)
+    preferred_over = serializers.CharField(max_length=600, required=False, allow_blank=True)
+    reason = serializers.CharField(max_length=MAX_REASON_CHARS, required=False, allow_blank=True)
+
+    def validate(self, attrs):
+        if not attrs.get("label") and not attrs.get("preferred_over"):
+            raise serializers.ValidationError(
+                {"label": ["label is required (or preferred_over for a pair)."]}
+            )
+        return attrs
+
+
+@extend_schema_serializer(component_name="FeedbackInteraction")
+class InteractionInputSerializer(StrictSerializerMixin, serializers.Serializer):
+    """An interaction a client logged itself: retrieved/selected are chunk uids in rank order."""
+
+    query = serializers.CharField(max_length=10000)
+    answer = serializers.CharField(required=False, allow_blank=True, max_length=100000)
+    retrieved = serializers.ListField(
+        child=serializers.CharField(max_length=600), required=False, max_length=MAX_UIDS
+    )
+    selected = serializers.ListField(
+        child=serializers.CharField(max_length=600), required=False, max_length=MAX_UIDS
+    )
+    domain = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    kind = serializers.ChoiceField(choices=["query", "ask"], required=False)
+
+
 class FeedbackApi(APIView):
     """Record how an answer was received: an outcome (−1/0/1), a comment and per-chunk judgments.
 
@@ -49,65 +82,25 @@ class FeedbackApi(APIView):
     outcome of 0 does not erase an earlier −1/1 (send it with per-source labels freely).
     """
 
-    class JudgmentSerializer(StrictSerializerMixin, serializers.Serializer):
-        chunk_uid = serializers.CharField(max_length=600)
-        label = serializers.ChoiceField(choices=Judgment.Label.choices, required=False)
-        preferred_over = serializers.CharField(max_length=600, required=False, allow_blank=True)
-        reason = serializers.CharField(
-            max_length=MAX_REASON_CHARS, required=False, allow_blank=True
-        )
-
-        def validate(self, attrs):
-            if not attrs.get("label") and not attrs.get("preferred_over"):
-                raise serializers.ValidationError(
-                    {"label": ["label is required (or preferred_over for a pair)."]}
-                )
-            return attrs
-
-    class InteractionSerializer(StrictSerializerMixin, serializers.Serializer):
-        query = serializers.CharField(max_length=10000)
-        answer = serializers.CharField(required=False, allow_blank=True, max_length=100000)
-        retrieved = serializers.ListField(
-            child=serializers.CharField(max_length=600), required=False, max_length=MAX_UIDS
-        )
-        selected = serializers.ListField(
-            child=serializers.CharField(max_length=600), required=False, max_length=MAX_UIDS
-        )
-        domain = serializers.CharField(required=False, allow_blank=True, max_length=100)
-        kind = serializers.ChoiceField(choices=["query", "ask"], required=False)
-
+    @extend_schema_serializer(component_name="FeedbackInput")
     class InputSerializer(StrictSerializerMixin, serializers.Serializer):
         interaction_id = serializers.IntegerField(required=False, min_value=1)
-        interaction = serializers.DictField(required=False)  # validated below with strict fields
+        interaction = InteractionInputSerializer(required=False)
         outcome = serializers.ChoiceField(choices=[-1, 0, 1], required=False, allow_null=True)
         comment = serializers.CharField(required=False, allow_blank=True, max_length=5000)
-        judgments = serializers.ListField(
-            required=False, max_length=MAX_JUDGMENTS, child=serializers.DictField()
-        )
+        judgments = JudgmentInputSerializer(many=True, required=False, max_length=MAX_JUDGMENTS)
 
         def validate(self, attrs):
             if ("interaction_id" in attrs) == ("interaction" in attrs):
                 raise serializers.ValidationError(
                     {"interaction_id": ["Give interaction_id or interaction, not both."]}
                 )
+            attrs["judgments"] = [dict(j) for j in attrs.get("judgments") or []]
             if "interaction" in attrs:
-                inner = FeedbackApi.InteractionSerializer(data=attrs["interaction"])
-                inner.is_valid(raise_exception=False)
-                if inner.errors:
-                    raise serializers.ValidationError({"interaction": inner.errors})
-                attrs["interaction"] = inner.validated_data
-            cleaned, errors = [], {}
-            for i, item in enumerate(attrs.get("judgments") or []):
-                inner = FeedbackApi.JudgmentSerializer(data=item)
-                if inner.is_valid():
-                    cleaned.append(dict(inner.validated_data))
-                else:
-                    errors[str(i)] = inner.errors
-            if errors:
-                raise serializers.ValidationError({"judgments": errors})
-            attrs["judgments"] = cleaned
+                attrs["interaction"] = dict(attrs["interaction"])
             return attrs
 
+    @extend_schema_serializer(component_name="FeedbackOutput")
     class OutputSerializer(serializers.Serializer):
         interaction_id = serializers.IntegerField()
         outcome = serializers.IntegerField(allow_null=True)
@@ -143,11 +136,13 @@ class FeedbackApi(APIView):
 class ClickApi(APIView):
     """Record that the user opened one of an interaction's sources (which chunk, at which rank)."""
 
+    @extend_schema_serializer(component_name="ClickInput")
     class InputSerializer(StrictSerializerMixin, serializers.Serializer):
         interaction_id = serializers.IntegerField(min_value=1)
         chunk_uid = serializers.CharField(max_length=600)
         rank = serializers.IntegerField(min_value=1, max_value=1000)
 
+    @extend_schema_serializer(component_name="ClickOutput")
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
         interaction_id = serializers.IntegerField()

@@ -13,16 +13,46 @@ from rag.units import SourceDocument, Unit
 COLLECTION = "fbtest"
 
 DOCS = {
-    "closures-guide": ("JavaScript closures", "A closure is a function that remembers the variables of the scope it was created in, even after that outer function has returned. Closures in JavaScript power private state and callbacks."),
-    "closures-faq": ("Closures FAQ", "Frequently asked questions about closures in JavaScript: why a closure keeps a reference to outer variables, closures in loops, and memory use of closures."),
-    "scope-chain": ("Scope and the scope chain", "JavaScript resolves variable names through the lexical scope chain: block scope, function scope and the global scope. Closures capture this chain."),
-    "promises": ("Promises and async/await", "A promise represents a value that arrives later. async functions return promises and await pauses until they settle."),
-    "react-hooks": ("React hooks", "Hooks such as useState and useEffect let React function components hold state and run side effects."),
-    "css-grid": ("CSS grid layout", "CSS grid places items into rows and columns with grid-template-columns and grid-gap."),
-    "sourdough": ("Sourdough bread", "Feed the starter, mix flour and water, let the dough rise overnight and bake it in a hot Dutch oven."),
-    "board-meeting": ("Board meeting schedule", "The board meets on the first Tuesday of every quarter; the next board meeting is in March."),
-    "password-reset": ("Resetting your password", "To reset your password open Settings, choose Security and follow the link sent by email."),
-    "python-decorators": ("Python decorators", "A decorator wraps a function; it is itself built from a closure over the wrapped function."),
+    "closures-guide": (
+        "JavaScript closures",
+        "A closure is a function that remembers the variables of the scope it was created in, even after that outer function has returned. Closures in JavaScript power private state and callbacks.",
+    ),
+    "closures-faq": (
+        "Closures FAQ",
+        "Frequently asked questions about closures in JavaScript: why a closure keeps a reference to outer variables, closures in loops, and memory use of closures.",
+    ),
+    "scope-chain": (
+        "Scope and the scope chain",
+        "JavaScript resolves variable names through the lexical scope chain: block scope, function scope and the global scope. Closures capture this chain.",
+    ),
+    "promises": (
+        "Promises and async/await",
+        "A promise represents a value that arrives later. async functions return promises and await pauses until they settle.",
+    ),
+    "react-hooks": (
+        "React hooks",
+        "Hooks such as useState and useEffect let React function components hold state and run side effects.",
+    ),
+    "css-grid": (
+        "CSS grid layout",
+        "CSS grid places items into rows and columns with grid-template-columns and grid-gap.",
+    ),
+    "sourdough": (
+        "Sourdough bread",
+        "Feed the starter, mix flour and water, let the dough rise overnight and bake it in a hot Dutch oven.",
+    ),
+    "board-meeting": (
+        "Board meeting schedule",
+        "The board meets on the first Tuesday of every quarter; the next board meeting is in March.",
+    ),
+    "password-reset": (
+        "Resetting your password",
+        "To reset your password open Settings, choose Security and follow the link sent by email.",
+    ),
+    "python-decorators": (
+        "Python decorators",
+        "A decorator wraps a function; it is itself built from a closure over the wrapped function.",
+    ),
 }
 
 

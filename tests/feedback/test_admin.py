@@ -60,7 +60,10 @@ def test_queue_puts_negative_outcomes_then_unlabelled_first(staff_client, intera
         ({"outcome__exact": "-1"}, ["javascript closures scope"]),
         ({"labelled": "no"}, ["javascript closures scope", "css grid columns"]),
         ({"labelled": "yes"}, ["sourdough bread"]),
-        ({"collection": "fbtest"}, ["javascript closures scope", "css grid columns", "sourdough bread"]),
+        (
+            {"collection": "fbtest"},
+            ["javascript closures scope", "css grid columns", "sourdough bread"],
+        ),
         ({"collection": "elsewhere"}, []),
         ({"kind__exact": "ask"}, ["javascript closures scope"]),
     ],
@@ -73,9 +76,16 @@ def test_queue_filters(staff_client, interactions, params, expected):
 
 def test_reviewer_and_date_filters(staff_client, staff_user, interactions):
     bad = interactions["bad"]
-    feedback_submit(user=staff_user, interaction_id=bad.pk, judgments=[{"chunk_uid": bad.retrieved[0]["chunk_uid"], "label": "negative"}])
+    feedback_submit(
+        user=staff_user,
+        interaction_id=bad.pk,
+        judgments=[{"chunk_uid": bad.retrieved[0]["chunk_uid"], "label": "negative"}],
+    )
     assert listed(staff_client.get(CHANGELIST, {"reviewer": staff_user.pk})) == [bad.query]
-    assert len(listed(staff_client.get(CHANGELIST, {"created_at__gte": "2000-01-01 00:00:00+00:00"}))) == 3
+    assert (
+        len(listed(staff_client.get(CHANGELIST, {"created_at__gte": "2000-01-01 00:00:00+00:00"})))
+        == 3
+    )
 
 
 def test_review_page_shows_query_answer_and_scored_chunks(staff_client, interactions):
@@ -87,7 +97,7 @@ def test_review_page_shows_query_answer_and_scored_chunks(staff_client, interact
     for i, row in enumerate(sorted(bad.retrieved, key=lambda r: r["rank"])):
         assert row["chunk_uid"] in html
         assert f'name="label__{i}"' in html
-    assert f'{bad.retrieved[0]["score"]:.3f}' in html
+    assert f"{bad.retrieved[0]['score']:.3f}" in html
 
 
 def change_post(interaction, **extra) -> dict:
@@ -103,12 +113,22 @@ def change_post(interaction, **extra) -> dict:
         "_save": "Save",
     }
     for i, j in enumerate(judgments):
-        data |= {f"judgments-{i}-id": str(j.pk), f"judgments-{i}-interaction": str(interaction.pk), f"judgments-{i}-label": j.label, f"judgments-{i}-reason": j.reason}
+        data |= {
+            f"judgments-{i}-id": str(j.pk),
+            f"judgments-{i}-interaction": str(interaction.pk),
+            f"judgments-{i}-label": j.label,
+            f"judgments-{i}-reason": j.reason,
+        }
     rows = sorted(interaction.retrieved, key=lambda r: r["rank"])
     labels = {j.chunk_uid: j for j in judgments if not j.preferred_over}
     for i, r in enumerate(rows):
         j = labels.get(r["chunk_uid"])
-        data |= {f"label__{i}": j.label if j else "", f"orig_label__{i}": j.label if j else "", f"reason__{i}": j.reason if j else "", f"orig_reason__{i}": j.reason if j else ""}
+        data |= {
+            f"label__{i}": j.label if j else "",
+            f"orig_label__{i}": j.label if j else "",
+            f"reason__{i}": j.reason if j else "",
+            f"orig_reason__{i}": j.reason if j else "",
+        }
     data.update(extra)
     return data
 
@@ -116,11 +136,18 @@ def change_post(interaction, **extra) -> dict:
 def test_saving_labels_from_the_review_panel(staff_client, staff_user, interactions):
     bad = interactions["bad"]
     url = f"{CHANGELIST}{bad.pk}/change/"
-    response = staff_client.post(url, change_post(bad, label__0="negative", reason__0="off topic", label__1="positive"))
-    assert response.status_code == 302, response.context["adminform"].form.errors if response.context else response
+    response = staff_client.post(
+        url, change_post(bad, label__0="negative", reason__0="off topic", label__1="positive")
+    )
+    assert response.status_code == 302, (
+        response.context["adminform"].form.errors if response.context else response
+    )
     labels = {j.chunk_uid: (j.label, j.reason, j.labelled_by) for j in bad.judgments.all()}
     rows = sorted(bad.retrieved, key=lambda r: r["rank"])
-    assert labels == {rows[0]["chunk_uid"]: ("negative", "off topic", staff_user), rows[1]["chunk_uid"]: ("positive", "", staff_user)}
+    assert labels == {
+        rows[0]["chunk_uid"]: ("negative", "off topic", staff_user),
+        rows[1]["chunk_uid"]: ("positive", "", staff_user),
+    }
     bad.refresh_from_db()
     assert bad.reviewed_by == staff_user and bad.outcome == -1
     assert bad.query_embedding is not None
@@ -129,7 +156,11 @@ def test_saving_labels_from_the_review_panel(staff_client, staff_user, interacti
     response = staff_client.post(url, change_post(bad, label__0="positive", label__1=""))
     assert response.status_code == 302
     assert {j.chunk_uid: j.label for j in bad.judgments.all()} == {rows[0]["chunk_uid"]: "positive"}
-    actions = list(JudgmentLog.objects.filter(interaction=bad).order_by("id").values_list("action", "actor__username"))
+    actions = list(
+        JudgmentLog.objects.filter(interaction=bad)
+        .order_by("id")
+        .values_list("action", "actor__username")
+    )
     assert [a for a, _ in actions] == ["created", "created", "updated", "deleted"]
     assert {who for _, who in actions} == {staff_user.username}
 
@@ -146,37 +177,56 @@ def test_correcting_and_deleting_through_the_judgment_inline(staff_client, inter
     first.refresh_from_db()
     assert first.label == "negative"
     assert not Judgment.objects.filter(pk=second.pk).exists()
-    assert JudgmentLog.objects.filter(interaction=done, action="deleted", chunk_uid=second.chunk_uid).exists()
+    assert JudgmentLog.objects.filter(
+        interaction=done, action="deleted", chunk_uid=second.chunk_uid
+    ).exists()
 
 
 def test_bulk_actions_label_and_export(staff_client, interactions):
     bad, fine = interactions["bad"], interactions["fine"]
-    response = staff_client.post(CHANGELIST, {"action": "label_unlabelled_negative", "_selected_action": [bad.pk, fine.pk]})
+    response = staff_client.post(
+        CHANGELIST, {"action": "label_unlabelled_negative", "_selected_action": [bad.pk, fine.pk]}
+    )
     assert response.status_code == 302
     for i in (bad, fine):
         assert i.judgments.filter(label="negative").count() == len(i.retrieved)
-    response = staff_client.post(CHANGELIST, {"action": "export_jsonl", "_selected_action": [bad.pk]})
+    response = staff_client.post(
+        CHANGELIST, {"action": "export_jsonl", "_selected_action": [bad.pk]}
+    )
     assert response.status_code == 200 and response["Content-Type"] == "application/x-ndjson"
     rows = [json.loads(line) for line in response.content.decode().splitlines()]
     assert len(rows) == len(bad.retrieved)
     assert {r["query"] for r in rows} == {bad.query} and {r["label"] for r in rows} == {"negative"}
     assert all(r["chunk_content"] for r in rows)
-    response = staff_client.post(CHANGELIST, {"action": "clear_judgments", "_selected_action": [fine.pk]})
+    response = staff_client.post(
+        CHANGELIST, {"action": "clear_judgments", "_selected_action": [fine.pk]}
+    )
     assert not fine.judgments.exists() and bad.judgments.exists()
 
 
 def test_ranking_config_restore_action(staff_client):
-    old = ranking_config_record(weights=RankingWeights(w_vec=0.5, w_txt=0.5), metrics={"validation": {"before": 0.5, "after": 0.6}}, activate=True)
-    new = ranking_config_record(weights=RankingWeights(w_vec=0.8, w_txt=0.2), metrics={}, activate=True)
+    old = ranking_config_record(
+        weights=RankingWeights(w_vec=0.5, w_txt=0.5),
+        metrics={"validation": {"before": 0.5, "after": 0.6}},
+        activate=True,
+    )
+    new = ranking_config_record(
+        weights=RankingWeights(w_vec=0.8, w_txt=0.2), metrics={}, activate=True
+    )
     response = staff_client.get("/admin/feedback/rankingconfig/")
     assert response.status_code == 200 and "0.5 → <b>0.6</b>" in response.content.decode()
-    response = staff_client.post("/admin/feedback/rankingconfig/", {"action": "restore", "_selected_action": [old.pk]})
+    response = staff_client.post(
+        "/admin/feedback/rankingconfig/", {"action": "restore", "_selected_action": [old.pk]}
+    )
     assert response.status_code == 302
     assert list(RankingConfig.objects.filter(active=True)) == [old]
     new.refresh_from_db()
     assert not new.active
     # two at once is refused
-    staff_client.post("/admin/feedback/rankingconfig/", {"action": "restore", "_selected_action": [old.pk, new.pk]})
+    staff_client.post(
+        "/admin/feedback/rankingconfig/",
+        {"action": "restore", "_selected_action": [old.pk, new.pk]},
+    )
     assert list(RankingConfig.objects.filter(active=True)) == [old]
 
 

@@ -28,9 +28,19 @@ def labelled(hashed_corpus, user, staff_user):
     ])  # fmt: skip
     # the same query again, labelled by a reviewer: merged into one query on export
     b = record("javascript closures scope", hashed_corpus, user=user)
-    feedback_submit(user=staff_user, interaction_id=b.pk, embedder=hashed_corpus, judgments=[{"chunk_uid": uid("closures-faq"), "label": "positive"}])
+    feedback_submit(
+        user=staff_user,
+        interaction_id=b.pk,
+        embedder=hashed_corpus,
+        judgments=[{"chunk_uid": uid("closures-faq"), "label": "positive"}],
+    )
     c = record("sourdough bread", hashed_corpus, user=user)
-    feedback_submit(user=user, interaction_id=c.pk, embedder=hashed_corpus, judgments=[{"chunk_uid": uid("css-grid"), "label": "negative"}])
+    feedback_submit(
+        user=user,
+        interaction_id=c.pk,
+        embedder=hashed_corpus,
+        judgments=[{"chunk_uid": uid("css-grid"), "label": "negative"}],
+    )
     return a, b, c
 
 
@@ -40,18 +50,25 @@ def test_jsonl_export(tmp_path, labelled, capsys):
     lines = (tmp_path / "judgments.jsonl").read_text().splitlines()
     assert summary["judgments"] == len(lines) == 5
     rows = [json.loads(line) for line in lines]
-    first = next(r for r in rows if r["chunk_uid"] == uid("closures-guide") and not r["preferred_over"])
+    first = next(
+        r for r in rows if r["chunk_uid"] == uid("closures-guide") and not r["preferred_over"]
+    )
     assert first["query"] == "javascript closures scope" and first["label"] == "positive"
     assert first["reason"] == "the definition" and first["labelled_by"] == "alice"
     assert first["chunk_title"] == "JavaScript closures" and "closure" in first["chunk_content"]
     pair = next(r for r in rows if r["preferred_over"])
-    assert (pair["chunk_uid"], pair["preferred_over"]) == (uid("closures-guide"), uid("closures-faq"))
+    assert (pair["chunk_uid"], pair["preferred_over"]) == (
+        uid("closures-guide"),
+        uid("closures-faq"),
+    )
     assert {r["labelled_by"] for r in rows} == {"alice", "staff"}
 
 
 def test_qrels_export_is_a_beir_folder(tmp_path, labelled):
     a, b, c = labelled
-    call_command("export_judgments", "--format", "qrels", "--out", str(tmp_path), "--corpus", "retrieved")
+    call_command(
+        "export_judgments", "--format", "qrels", "--out", str(tmp_path), "--corpus", "retrieved"
+    )
     tsv = (tmp_path / "qrels" / "test.tsv").read_text().splitlines()
     assert tsv[0] == "query-id\tcorpus-id\tscore"
     rows = {tuple(line.split("\t")) for line in tsv[1:]}
@@ -63,10 +80,21 @@ def test_qrels_export_is_a_beir_folder(tmp_path, labelled):
         (qc, uid("css-grid"), "0"),
     }
     queries = [json.loads(line) for line in (tmp_path / "queries.jsonl").read_text().splitlines()]
-    assert queries == [{"_id": qa, "text": "javascript closures scope"}, {"_id": qc, "text": "sourdough bread"}]
-    corpus = {json.loads(line)["_id"]: json.loads(line) for line in (tmp_path / "corpus.jsonl").read_text().splitlines()}
+    assert queries == [
+        {"_id": qa, "text": "javascript closures scope"},
+        {"_id": qc, "text": "sourdough bread"},
+    ]
+    corpus = {
+        json.loads(line)["_id"]: json.loads(line)
+        for line in (tmp_path / "corpus.jsonl").read_text().splitlines()
+    }
     retrieved = {r["chunk_uid"] for i in labelled for r in i.retrieved}
-    assert set(corpus) == retrieved | {uid("closures-guide"), uid("closures-faq"), uid("promises"), uid("css-grid")}
+    assert set(corpus) == retrieved | {
+        uid("closures-guide"),
+        uid("closures-faq"),
+        uid("promises"),
+        uid("css-grid"),
+    }
     assert corpus[uid("css-grid")]["title"] == "CSS grid layout"
     # the evaluation reader sees the positives (queries without one are left out, as BEIR does)
     loaded_queries, qrels = load_queries_qrels(tmp_path, "test")
@@ -75,6 +103,8 @@ def test_qrels_export_is_a_beir_folder(tmp_path, labelled):
 
 
 def test_judged_only_corpus(tmp_path, labelled):
-    call_command("export_judgments", "--format", "qrels", "--out", str(tmp_path), "--corpus", "judged")
+    call_command(
+        "export_judgments", "--format", "qrels", "--out", str(tmp_path), "--corpus", "judged"
+    )
     ids = {json.loads(line)["_id"] for line in (tmp_path / "corpus.jsonl").read_text().splitlines()}
     assert ids == {uid("closures-guide"), uid("closures-faq"), uid("promises"), uid("css-grid")}

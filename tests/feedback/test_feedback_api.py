@@ -50,17 +50,30 @@ def test_owner_records_outcome_and_judgments(api_client, user, interaction):
     interaction.refresh_from_db()
     assert interaction.outcome == -1 and interaction.comment == "the second result is off topic"
     labels = {(j.chunk_uid, j.preferred_over): j.label for j in interaction.judgments.all()}
-    assert labels == {(first, ""): "positive", (second, ""): "negative", (first, second): "positive"}
+    assert labels == {
+        (first, ""): "positive",
+        (second, ""): "negative",
+        (first, second): "positive",
+    }
     assert all(j.labelled_by_id == user.pk for j in interaction.judgments.all())
-    assert interaction.judgments.get(chunk_uid=first, preferred_over="").document_key == "fbtest:doc:" + first.split(":")[2]
+    assert (
+        interaction.judgments.get(chunk_uid=first, preferred_over="").document_key
+        == "fbtest:doc:" + first.split(":")[2]
+    )
     # the query was embedded so the label can follow paraphrases
-    assert interaction.query_embedding is not None and interaction.query_embedding_model.startswith("local:")
+    assert interaction.query_embedding is not None and interaction.query_embedding_model.startswith(
+        "local:"
+    )
 
 
 def test_repeating_a_judgment_updates_it_and_keeps_history(api_client, user, interaction):
     chunk = retrieved_uids(interaction)[0]
     api_client.force_authenticate(user)
-    payload = {"interaction_id": interaction.pk, "outcome": 0, "judgments": [{"chunk_uid": chunk, "label": "positive"}]}
+    payload = {
+        "interaction_id": interaction.pk,
+        "outcome": 0,
+        "judgments": [{"chunk_uid": chunk, "label": "positive"}],
+    }
     assert api_client.post(URL, payload, format="json").json()["created"] == 1
     again = api_client.post(URL, payload, format="json").json()
     assert (again["created"], again["updated"], again["unchanged"]) == (0, 0, 1)
@@ -69,16 +82,31 @@ def test_repeating_a_judgment_updates_it_and_keeps_history(api_client, user, int
     assert (changed["created"], changed["updated"]) == (0, 1)
     assert Judgment.objects.filter(interaction=interaction).count() == 1
     assert Judgment.objects.get(interaction=interaction).label == "negative"
-    history = list(JudgmentLog.objects.filter(interaction=interaction).order_by("id").values_list("action", "previous_label", "label"))
+    history = list(
+        JudgmentLog.objects.filter(interaction=interaction)
+        .order_by("id")
+        .values_list("action", "previous_label", "label")
+    )
     assert history == [("created", "", "positive"), ("updated", "positive", "negative")]
 
 
 def test_outcome_zero_with_labels_keeps_an_earlier_thumb(api_client, user, interaction):
     api_client.force_authenticate(user)
-    assert api_client.post(URL, {"interaction_id": interaction.pk, "outcome": 1}, format="json").status_code == 200
+    assert (
+        api_client.post(
+            URL, {"interaction_id": interaction.pk, "outcome": 1}, format="json"
+        ).status_code
+        == 200
+    )
     chunk = retrieved_uids(interaction)[0]
     api_client.post(
-        URL, {"interaction_id": interaction.pk, "outcome": 0, "judgments": [{"chunk_uid": chunk, "label": "negative"}]}, format="json"
+        URL,
+        {
+            "interaction_id": interaction.pk,
+            "outcome": 0,
+            "judgments": [{"chunk_uid": chunk, "label": "negative"}],
+        },
+        format="json",
     )
     interaction.refresh_from_db()
     assert interaction.outcome == 1
@@ -91,20 +119,37 @@ def test_a_user_cannot_label_another_users_interaction(api_client, other_user, i
     api_client.force_authenticate(other_user)
     chunk = retrieved_uids(interaction)[0]
     response = api_client.post(
-        URL, {"interaction_id": interaction.pk, "outcome": -1, "judgments": [{"chunk_uid": chunk, "label": "negative"}]}, format="json"
+        URL,
+        {
+            "interaction_id": interaction.pk,
+            "outcome": -1,
+            "judgments": [{"chunk_uid": chunk, "label": "negative"}],
+        },
+        format="json",
     )
     assert response.status_code == 403
     assert response.json()["error"] == "permission_denied"
     interaction.refresh_from_db()
     assert interaction.outcome is None and not interaction.judgments.exists()
-    click = api_client.post(CLICK, {"interaction_id": interaction.pk, "chunk_uid": chunk, "rank": 1}, format="json")
+    click = api_client.post(
+        CLICK, {"interaction_id": interaction.pk, "chunk_uid": chunk, "rank": 1}, format="json"
+    )
     assert click.status_code == 403 and not ClickEvent.objects.exists()
 
 
-def test_staff_may_label_any_interaction_and_is_recorded_as_reviewer(api_client, staff_user, interaction):
+def test_staff_may_label_any_interaction_and_is_recorded_as_reviewer(
+    api_client, staff_user, interaction
+):
     api_client.force_authenticate(staff_user)
     chunk = retrieved_uids(interaction)[0]
-    response = api_client.post(URL, {"interaction_id": interaction.pk, "judgments": [{"chunk_uid": chunk, "label": "negative"}]}, format="json")
+    response = api_client.post(
+        URL,
+        {
+            "interaction_id": interaction.pk,
+            "judgments": [{"chunk_uid": chunk, "label": "negative"}],
+        },
+        format="json",
+    )
     assert response.status_code == 200
     interaction.refresh_from_db()
     assert interaction.reviewed_by == staff_user and interaction.reviewed_at is not None
@@ -127,7 +172,9 @@ def test_anonymous_is_refused(api_client, interaction):
         ({"chunk_uid": "KNOWN", "label": "positive", "weight": 3}, "Unknown field"),
     ],
 )
-def test_bad_judgments_are_400_and_nothing_is_written(api_client, user, interaction, judgment, message):
+def test_bad_judgments_are_400_and_nothing_is_written(
+    api_client, user, interaction, judgment, message
+):
     good = retrieved_uids(interaction)[0]
     judgment = {k: (good if v == "KNOWN" else v) for k, v in judgment.items()}
     api_client.force_authenticate(user)
@@ -136,7 +183,10 @@ def test_bad_judgments_are_400_and_nothing_is_written(api_client, user, interact
         {
             "interaction_id": interaction.pk,
             "outcome": -1,
-            "judgments": [{"chunk_uid": retrieved_uids(interaction)[1], "label": "negative"}, judgment],
+            "judgments": [
+                {"chunk_uid": retrieved_uids(interaction)[1], "label": "negative"},
+                judgment,
+            ],
         },
         format="json",
     )
@@ -151,17 +201,37 @@ def test_a_chunk_outside_the_results_but_in_the_index_may_be_judged(api_client, 
     outside = uid("sourdough")
     assert outside not in retrieved_uids(interaction)
     api_client.force_authenticate(user)
-    response = api_client.post(URL, {"interaction_id": interaction.pk, "judgments": [{"chunk_uid": outside, "label": "negative"}]}, format="json")
+    response = api_client.post(
+        URL,
+        {
+            "interaction_id": interaction.pk,
+            "judgments": [{"chunk_uid": outside, "label": "negative"}],
+        },
+        format="json",
+    )
     assert response.status_code == 200
     assert Judgment.objects.get().chunk_uid == outside
 
 
 def test_unknown_interaction_and_malformed_bodies(api_client, user, interaction):
     api_client.force_authenticate(user)
-    assert api_client.post(URL, {"interaction_id": 999999, "outcome": 1}, format="json").status_code == 404
+    assert (
+        api_client.post(URL, {"interaction_id": 999999, "outcome": 1}, format="json").status_code
+        == 404
+    )
     assert api_client.post(URL, {"outcome": 1}, format="json").status_code == 400
-    assert api_client.post(URL, {"interaction_id": interaction.pk, "outcome": 5}, format="json").status_code == 400
-    assert api_client.post(URL, {"interaction_id": interaction.pk, "mood": "sad"}, format="json").status_code == 400
+    assert (
+        api_client.post(
+            URL, {"interaction_id": interaction.pk, "outcome": 5}, format="json"
+        ).status_code
+        == 400
+    )
+    assert (
+        api_client.post(
+            URL, {"interaction_id": interaction.pk, "mood": "sad"}, format="json"
+        ).status_code
+        == 400
+    )
     bad_json = api_client.post(URL, "{not json", content_type="application/json")
     assert bad_json.status_code == 400
 
@@ -172,7 +242,13 @@ def test_a_full_interaction_can_be_submitted(api_client, user, hashed_corpus):
     response = api_client.post(
         URL,
         {
-            "interaction": {"query": "what is a closure", "answer": "A function with its scope.", "retrieved": retrieved, "selected": retrieved[:1], "domain": "javascript"},
+            "interaction": {
+                "query": "what is a closure",
+                "answer": "A function with its scope.",
+                "retrieved": retrieved,
+                "selected": retrieved[:1],
+                "domain": "javascript",
+            },
             "outcome": 1,
             "judgments": [{"chunk_uid": retrieved[0], "label": "positive"}],
         },
@@ -180,10 +256,16 @@ def test_a_full_interaction_can_be_submitted(api_client, user, hashed_corpus):
     )
     assert response.status_code == 200, response.content
     interaction = Interaction.objects.get(pk=response.json()["interaction_id"])
-    assert interaction.user == user and interaction.outcome == 1 and interaction.domain == "javascript"
+    assert (
+        interaction.user == user and interaction.outcome == 1 and interaction.domain == "javascript"
+    )
     assert [r["chunk_uid"] for r in interaction.retrieved] == retrieved
     assert interaction.retrieved[0]["collection"] == "fbtest"
-    bad = api_client.post(URL, {"interaction": {"query": "q", "retrieved": ["fbtest:doc:ghost:main:0"]}, "outcome": 1}, format="json")
+    bad = api_client.post(
+        URL,
+        {"interaction": {"query": "q", "retrieved": ["fbtest:doc:ghost:main:0"]}, "outcome": 1},
+        format="json",
+    )
     assert bad.status_code == 400
     assert Interaction.objects.count() == 1
 
@@ -191,13 +273,24 @@ def test_a_full_interaction_can_be_submitted(api_client, user, hashed_corpus):
 def test_clicks_record_rank_and_mark_the_source_opened(api_client, user, interaction):
     api_client.force_authenticate(user)
     chunk = retrieved_uids(interaction)[2]
-    response = api_client.post(CLICK, {"interaction_id": interaction.pk, "chunk_uid": chunk, "rank": 3}, format="json")
+    response = api_client.post(
+        CLICK, {"interaction_id": interaction.pk, "chunk_uid": chunk, "rank": 3}, format="json"
+    )
     assert response.status_code == 201, response.content
     click = ClickEvent.objects.get()
     assert (click.chunk_uid, click.rank, click.user) == (chunk, 3, user)
     interaction.refresh_from_db()
     assert chunk in interaction.selected
-    not_shown = api_client.post(CLICK, {"interaction_id": interaction.pk, "chunk_uid": uid("sourdough"), "rank": 1}, format="json")
+    not_shown = api_client.post(
+        CLICK,
+        {"interaction_id": interaction.pk, "chunk_uid": uid("sourdough"), "rank": 1},
+        format="json",
+    )
     assert not_shown.status_code == 400
-    assert api_client.post(CLICK, {"interaction_id": interaction.pk, "chunk_uid": chunk, "rank": 0}, format="json").status_code == 400
+    assert (
+        api_client.post(
+            CLICK, {"interaction_id": interaction.pk, "chunk_uid": chunk, "rank": 0}, format="json"
+        ).status_code
+        == 400
+    )
     assert ClickEvent.objects.count() == 1

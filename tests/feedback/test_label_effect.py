@@ -28,7 +28,12 @@ def scores(query, embedder):
 
 
 def label(interaction, user, chunk_uid, value, embedder):
-    feedback_submit(user=user, interaction_id=interaction.pk, judgments=[{"chunk_uid": chunk_uid, "label": value}], embedder=embedder)
+    feedback_submit(
+        user=user,
+        interaction_id=interaction.pk,
+        judgments=[{"chunk_uid": chunk_uid, "label": value}],
+        embedder=embedder,
+    )
 
 
 def test_a_negative_label_sinks_the_chunk_for_the_query_and_a_paraphrase(real_corpus, user):

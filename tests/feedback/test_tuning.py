@@ -20,11 +20,18 @@ FILLER = [(f"filler{i}", (0.3 - i * 0.01, 0.1, 0.0, 0.0, 0.0)) for i in range(8)
 
 
 def query(group: str, pattern) -> LabelledQuery:
-    candidates = [Candidate(chunk_uid=f"{group}:{name}", doc_key=f"{group}:{name}", features=f) for name, f in pattern + FILLER]
-    return LabelledQuery(group=group, query=group, candidates=candidates, positives={f"{group}:rel"})
+    candidates = [
+        Candidate(chunk_uid=f"{group}:{name}", doc_key=f"{group}:{name}", features=f)
+        for name, f in pattern + FILLER
+    ]
+    return LabelledQuery(
+        group=group, query=group, candidates=candidates, positives={f"{group}:rel"}
+    )
 
 
-def adversarial(n: int = 10, seed: int = 0, validation_fraction: float = 0.3) -> list[LabelledQuery]:
+def adversarial(
+    n: int = 10, seed: int = 0, validation_fraction: float = 0.3
+) -> list[LabelledQuery]:
     """Train queries where a title match marks the relevant chunk; validation ones where it misleads."""
     groups = [query(f"g{i}", TITLE_HELPS) for i in range(n)]
     _, validation = split_queries(groups, validation_fraction=validation_fraction, seed=seed)
@@ -54,7 +61,14 @@ def test_equal_on_validation_is_not_a_win():
     tie = [("rel", (0.9, 0.9, 1.0, 0.0, 0.0)), ("distractor", (0.5, 0.5, 0.0, 0.0, 0.0))]
     validation = [query(f"v{i}", tie) for i in range(3)]
     report = TuneReport(status="")
-    tune_split(train, validation, label_source=train, start=RankingWeights.default(), granularity="chunk", report=report)
+    tune_split(
+        train,
+        validation,
+        label_source=train,
+        start=RankingWeights.default(),
+        granularity="chunk",
+        report=report,
+    )
     assert report.validation_ndcg["before"] == report.validation_ndcg["after"] == 1.0
     assert report.status == "rejected"
 
@@ -66,7 +80,9 @@ def test_too_few_labelled_queries_changes_nothing():
 
 @pytest.mark.django_db
 def test_tune_ranking_never_activates_a_worse_configuration(monkeypatch):
-    previous = ranking_config_record(weights=RankingWeights(w_vec=0.6, w_txt=0.4), metrics={}, activate=True)
+    previous = ranking_config_record(
+        weights=RankingWeights(w_vec=0.6, w_txt=0.4), metrics={}, activate=True
+    )
     monkeypatch.setattr("feedback.selectors.labelled_queries", lambda **kw: adversarial())
     report = ranking_tune(seed=0)
     assert report.status == "rejected"
@@ -77,8 +93,13 @@ def test_tune_ranking_never_activates_a_worse_configuration(monkeypatch):
 
 @pytest.mark.django_db
 def test_tune_ranking_activates_a_winner_and_the_previous_one_can_be_restored(monkeypatch):
-    previous = ranking_config_record(weights=RankingWeights(w_vec=0.7, w_txt=0.3), metrics={}, activate=True)
-    monkeypatch.setattr("feedback.selectors.labelled_queries", lambda **kw: [query(f"g{i}", TITLE_HELPS) for i in range(10)])
+    previous = ranking_config_record(
+        weights=RankingWeights(w_vec=0.7, w_txt=0.3), metrics={}, activate=True
+    )
+    monkeypatch.setattr(
+        "feedback.selectors.labelled_queries",
+        lambda **kw: [query(f"g{i}", TITLE_HELPS) for i in range(10)],
+    )
     report = ranking_tune(seed=0)
     assert report.status == "activated"
     new = RankingConfig.objects.get(active=True)
@@ -94,7 +115,10 @@ def test_tune_ranking_activates_a_winner_and_the_previous_one_can_be_restored(mo
 
 @pytest.mark.django_db
 def test_dry_run_records_nothing(monkeypatch):
-    monkeypatch.setattr("feedback.selectors.labelled_queries", lambda **kw: [query(f"g{i}", TITLE_HELPS) for i in range(10)])
+    monkeypatch.setattr(
+        "feedback.selectors.labelled_queries",
+        lambda **kw: [query(f"g{i}", TITLE_HELPS) for i in range(10)],
+    )
     report = ranking_tune(seed=0, dry_run=True)
     assert report.status == "dry_run" and report.validation_ndcg["after"] == 1.0
     assert not RankingConfig.objects.exists()
@@ -109,7 +133,12 @@ def test_labelled_queries_come_from_real_interactions(real_corpus, user, capsys)
         {"chunk_uid": uid("closures-guide"), "label": "negative"},
     ])  # fmt: skip
     b = record("How do closures work in JavaScript ", real_corpus, user=user)  # same query, merged
-    feedback_submit(user=user, interaction_id=b.pk, embedder=real_corpus, judgments=[{"chunk_uid": uid("closures-faq"), "label": "positive"}])
+    feedback_submit(
+        user=user,
+        interaction_id=b.pk,
+        embedder=real_corpus,
+        judgments=[{"chunk_uid": uid("closures-faq"), "label": "positive"}],
+    )
     from feedback.selectors import labelled_queries
 
     [q] = labelled_queries(embedder=real_corpus)
