@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
+from pgvector.django import VectorField
 
 
 class Interaction(models.Model):
@@ -19,13 +21,21 @@ class Interaction(models.Model):
         GOOD = 1, "Useful"
 
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="interactions"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="interactions",
     )
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.QUERY)
     query = models.TextField()
     filters = models.JSONField(default=dict, blank=True)
-    retrieved = models.JSONField(default=list, blank=True, help_text="[{chunk_uid, score, vec_score, txt_score, rank}]")
-    selected = models.JSONField(default=list, blank=True, help_text="chunk uids the answer used or the user opened")
+    retrieved = models.JSONField(
+        default=list, blank=True, help_text="[{chunk_uid, score, vec_score, txt_score, rank}]"
+    )
+    selected = models.JSONField(
+        default=list, blank=True, help_text="chunk uids the answer used or the user opened"
+    )
     answer = models.TextField(blank=True, default="")
     strategy = models.CharField(max_length=20, blank=True, default="")
     domain = models.CharField(max_length=100, blank=True, default="")
@@ -36,6 +46,19 @@ class Interaction(models.Model):
     latency_ms = models.PositiveIntegerField(default=0)
     outcome = models.SmallIntegerField(choices=Outcome.choices, null=True, blank=True)
     comment = models.TextField(blank=True, default="")
+    # The query's embedding, so labels can follow paraphrases of it (see feedback.ranking).
+    # Filled lazily: when the search just embedded it, or when the first judgment arrives.
+    query_embedding = VectorField(dimensions=settings.KNOWHUB_EMBEDDING_DIMS, null=True, blank=True)
+    query_embedding_model = models.CharField(max_length=200, blank=True, default="")
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="reviewed_interactions",
+        help_text="the last staff member who labelled or corrected this interaction",
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -59,11 +82,17 @@ class Judgment(models.Model):
 
     interaction = models.ForeignKey(Interaction, on_delete=models.CASCADE, related_name="judgments")
     chunk_uid = models.CharField(max_length=600)
+    # collection:source_type:source_id of the judged chunk, for the per-document judgment balance.
+    document_key = models.CharField(max_length=800, blank=True, default="")
     label = models.CharField(max_length=10, choices=Label.choices)
     preferred_over = models.CharField(max_length=600, blank=True, default="")
     reason = models.TextField(blank=True, default="")
     labelled_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="judgments"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="judgments",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -75,7 +104,121 @@ class Judgment(models.Model):
                 name="judgment_unique_per_interaction_chunk_pair",
                 fields=["interaction", "chunk_uid", "preferred_over"],
             ),
+            models.CheckConstraint(
+                name="judgment_not_preferred_over_itself",
+                condition=~Q(chunk_uid=models.F("preferred_over")),
+            ),
+        ]
+        indexes = [
+            models.Index(name="judgment_chunk_uid_idx", fields=["chunk_uid"]),
+            models.Index(name="judgment_document_key_idx", fields=["document_key"]),
+            models.Index(
+                name="judgment_preferred_over_idx",
+                fields=["preferred_over"],
+                condition=~Q(preferred_over=""),
+            ),
         ]
 
     def __str__(self) -> str:
+        if self.preferred_over:
+            return f"{self.chunk_uid} > {self.preferred_over}"
         return f"{self.chunk_uid} {self.label}"
+
+
+class JudgmentLog(models.Model):
+    """Who labelled, corrected or deleted what, and when: judgments change, their history stays."""
+
+    class Action(models.TextChoices):
+        CREATED = "created", "Created"
+        UPDATED = "updated", "Updated"
+        DELETED = "deleted", "Deleted"
+
+    interaction = models.ForeignKey(
+        Interaction, on_delete=models.CASCADE, related_name="judgment_logs"
+    )
+    judgment = models.ForeignKey(
+        Judgment, null=True, blank=True, on_delete=models.SET_NULL, related_name="logs"
+    )
+    chunk_uid = models.CharField(max_length=600)
+    preferred_over = models.CharField(max_length=600, blank=True, default="")
+    action = models.CharField(max_length=10, choices=Action.choices)
+    label = models.CharField(max_length=10, blank=True, default="")
+    previous_label = models.CharField(max_length=10, blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    source = models.CharField(
+        max_length=20, blank=True, default="", help_text="api, admin, command"
+    )
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="judgment_logs",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(name="judgmentlog_created_idx", fields=["created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.chunk_uid} {self.label}"
+
+
+class ClickEvent(models.Model):
+    """A user opened a source of a result list: which chunk, at which rank."""
+
+    interaction = models.ForeignKey(Interaction, on_delete=models.CASCADE, related_name="clicks")
+    chunk_uid = models.CharField(max_length=600)
+    rank = models.PositiveSmallIntegerField()
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="click_events",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(name="click_interaction_idx", fields=["interaction", "chunk_uid"])]
+
+    def __str__(self) -> str:
+        return f"click {self.chunk_uid} @{self.rank}"
+
+
+class RankingConfig(models.Model):
+    """Fusion weights and feature coefficients; exactly one is active, older ones stay restorable.
+
+    ``weights`` holds ``w_vec``, ``w_txt``, ``w_title``, ``w_recency``, ``w_judgment`` (see
+    ``feedback.ranking.RankingWeights``); ``metrics`` what tuning measured (nDCG@10 before/after on
+    the train and validation parts, split sizes, seed).
+    """
+
+    weights = models.JSONField()
+    metrics = models.JSONField(default=dict, blank=True)
+    active = models.BooleanField(default=False)
+    note = models.CharField(max_length=200, blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="ranking_configs",
+    )
+    activated_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                name="rankingconfig_one_active", fields=["active"], condition=Q(active=True)
+            ),
+        ]
+
+    def __str__(self) -> str:
+        flag = " (active)" if self.active else ""
+        return f"ranking #{self.pk}{flag}"

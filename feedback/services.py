@@ -1,8 +1,41 @@
-"""Writes of the feedback app."""
+"""Writes of the feedback app: interactions, judgments (with their history), clicks, ranking configs."""
 
 from __future__ import annotations
 
-from feedback.models import Interaction
+import logging
+from dataclasses import dataclass, field
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from feedback.models import ClickEvent, Interaction, Judgment, JudgmentLog, RankingConfig
+from feedback.ranking import RankingWeights
+
+logger = logging.getLogger(__name__)
+
+MAX_JUDGMENTS = 200
+MAX_REASON_CHARS = 2000
+
+
+class FeedbackError(ValueError):
+    """Feedback that cannot be stored as given (unknown chunk, bad label…): a 400."""
+
+
+class FeedbackPermissionError(PermissionError):
+    """The caller is neither the interaction's user nor staff: a 403."""
+
+
+class InteractionNotFound(LookupError):
+    """No interaction with that id: a 404."""
+
+
+@dataclass
+class FeedbackResult:
+    interaction: Interaction
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    judgments: list[Judgment] = field(default_factory=list)
 
 
 def interaction_record(
@@ -50,3 +83,387 @@ def interaction_record(
         cost_usd=cost_usd,
         latency_ms=int(latency_ms),
     )
+
+
+# --- permissions and validation ---------------------------------------------------------------
+
+
+def _is_staff(user) -> bool:
+    return bool(
+        user is not None
+        and getattr(user, "is_authenticated", False)
+        and (user.is_staff or user.is_superuser)
+    )
+
+
+def interaction_for_feedback(*, user, interaction_id: int, lock: bool = False) -> Interaction:
+    """The interaction ``user`` may give feedback on: their own, or any for staff."""
+    qs = Interaction.objects.select_for_update() if lock else Interaction.objects.all()
+    interaction = qs.filter(pk=interaction_id).first()
+    if interaction is None:
+        raise InteractionNotFound(f"interaction {interaction_id} does not exist")
+    if not _is_staff(user) and (
+        interaction.user_id is None or interaction.user_id != getattr(user, "pk", None)
+    ):
+        raise FeedbackPermissionError(
+            "only the interaction's user or staff may give feedback on it"
+        )
+    return interaction
+
+
+def visible_chunks(*, user, chunk_uids: set[str]) -> dict[str, str]:
+    """``{chunk_uid: document_key}`` of the live chunks among ``chunk_uids`` that ``user`` may see.
+
+    Going through ``Scope`` keeps the existence of a chunk the caller may not see undisclosed.
+    """
+    if not chunk_uids:
+        return {}
+    from rag.acl import Scope
+
+    scope = Scope.everything() if user is None else Scope.for_user(user)
+    acl_sql, acl_params = scope.sql("c")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.chunk_uid, c.collection || ':' || c.source_type || ':' || c.source_id FROM rag_chunk c "
+            f"WHERE c.chunk_uid = ANY(%s) AND c.deleted_at IS NULL AND {acl_sql}",
+            [list(chunk_uids), *acl_params],
+        )
+        return dict(cursor.fetchall())
+
+
+def _document_keys(chunk_uids: set[str]) -> dict[str, str]:
+    return visible_chunks(user=None, chunk_uids=chunk_uids)
+
+
+def _clean_judgments(judgments: list[dict], *, known: set[str], user) -> list[dict]:
+    """Validate every judgment before anything is written; raise ``FeedbackError`` on the first bad one."""
+    if len(judgments) > MAX_JUDGMENTS:
+        raise FeedbackError(f"at most {MAX_JUDGMENTS} judgments per request")
+    cleaned, seen = [], set()
+    for i, j in enumerate(judgments):
+        uid = (j.get("chunk_uid") or "").strip()
+        other = (j.get("preferred_over") or "").strip()
+        label = j.get("label") or (Judgment.Label.POSITIVE if other else "")
+        reason = j.get("reason") or ""
+        if not uid:
+            raise FeedbackError(f"judgments[{i}]: chunk_uid is required")
+        if label not in Judgment.Label.values:
+            raise FeedbackError(
+                f"judgments[{i}]: label must be one of {', '.join(Judgment.Label.values)}"
+            )
+        if other and other == uid:
+            raise FeedbackError(f"judgments[{i}]: a chunk cannot be preferred over itself")
+        if len(reason) > MAX_REASON_CHARS:
+            raise FeedbackError(
+                f"judgments[{i}]: reason is longer than {MAX_REASON_CHARS} characters"
+            )
+        if (uid, other) in seen:
+            raise FeedbackError(f"judgments[{i}]: the same chunk is judged twice in one request")
+        seen.add((uid, other))
+        cleaned.append(
+            {"chunk_uid": uid, "preferred_over": other, "label": label, "reason": reason}
+        )
+    mentioned = {j["chunk_uid"] for j in cleaned} | {
+        j["preferred_over"] for j in cleaned if j["preferred_over"]
+    }
+    unknown = mentioned - known
+    if unknown:
+        unknown -= set(visible_chunks(user=user, chunk_uids=unknown))
+    if unknown:
+        raise FeedbackError(f"unknown chunk_uid(s): {', '.join(sorted(unknown)[:5])}")
+    return cleaned
+
+
+# --- judgments --------------------------------------------------------------------------------
+
+
+def judgment_set(
+    *,
+    interaction: Interaction,
+    chunk_uid: str,
+    label: str,
+    preferred_over: str = "",
+    reason: str = "",
+    actor=None,
+    source: str = "api",
+    document_key: str | None = None,
+) -> tuple[Judgment, str]:
+    """Create or update one judgment (one per interaction, chunk and pair); log what changed.
+
+    Returns the judgment and ``"created"``, ``"updated"`` or ``"unchanged"``.
+    """
+    if label not in Judgment.Label.values:
+        raise FeedbackError(f"label must be one of {', '.join(Judgment.Label.values)}")
+    actor = actor if getattr(actor, "is_authenticated", False) else None
+    if document_key is None:
+        document_key = _document_keys({chunk_uid}).get(chunk_uid, "")
+    judgment = (
+        Judgment.objects.select_for_update()
+        .filter(interaction=interaction, chunk_uid=chunk_uid, preferred_over=preferred_over)
+        .first()
+    )
+    if judgment is None:
+        judgment = Judgment.objects.create(
+            interaction=interaction,
+            chunk_uid=chunk_uid,
+            preferred_over=preferred_over,
+            label=label,
+            reason=reason,
+            labelled_by=actor,
+            document_key=document_key,
+        )
+        _log(judgment, JudgmentLog.Action.CREATED, actor=actor, source=source)
+        return judgment, "created"
+    if judgment.label == label and judgment.reason == reason:
+        return judgment, "unchanged"
+    previous = judgment.label
+    judgment.label = label
+    judgment.reason = reason
+    judgment.labelled_by = actor
+    if document_key:
+        judgment.document_key = document_key
+    judgment.save(update_fields=["label", "reason", "labelled_by", "document_key", "updated_at"])
+    _log(judgment, JudgmentLog.Action.UPDATED, actor=actor, source=source, previous_label=previous)
+    return judgment, "updated"
+
+
+def judgment_delete(*, judgment: Judgment, actor=None, source: str = "admin") -> None:
+    """Delete a judgment, keeping a record of who removed which label."""
+    actor = actor if getattr(actor, "is_authenticated", False) else None
+    _log(
+        judgment,
+        JudgmentLog.Action.DELETED,
+        actor=actor,
+        source=source,
+        previous_label=judgment.label,
+    )
+    judgment.delete()
+
+
+def _log(judgment: Judgment, action: str, *, actor, source: str, previous_label: str = "") -> None:
+    JudgmentLog.objects.create(
+        interaction_id=judgment.interaction_id,
+        judgment=judgment if action != JudgmentLog.Action.DELETED else None,
+        chunk_uid=judgment.chunk_uid,
+        preferred_over=judgment.preferred_over,
+        action=action,
+        label=judgment.label if action != JudgmentLog.Action.DELETED else "",
+        previous_label=previous_label,
+        reason=judgment.reason,
+        source=source,
+        actor=actor,
+    )
+
+
+def interaction_mark_reviewed(*, interaction: Interaction, reviewer) -> None:
+    if _is_staff(reviewer):
+        Interaction.objects.filter(pk=interaction.pk).update(
+            reviewed_by=reviewer, reviewed_at=timezone.now()
+        )
+
+
+@transaction.atomic
+def judgments_apply(
+    *, interaction: Interaction, judgments: list[dict], actor, source: str
+) -> FeedbackResult:
+    """Validate then write a list of judgments on one interaction: all of them or none."""
+    known = {r.get("chunk_uid") for r in interaction.retrieved or []} | set(
+        interaction.selected or []
+    )
+    cleaned = _clean_judgments(judgments, known=known, user=actor)
+    doc_keys = _document_keys({j["chunk_uid"] for j in cleaned})
+    result = FeedbackResult(interaction=interaction)
+    for j in cleaned:
+        judgment, what = judgment_set(
+            interaction=interaction,
+            actor=actor,
+            source=source,
+            document_key=doc_keys.get(j["chunk_uid"], ""),
+            **j,
+        )
+        setattr(result, what, getattr(result, what) + 1)
+        result.judgments.append(judgment)
+    if cleaned and _is_staff(actor) and actor.pk != interaction.user_id:
+        interaction_mark_reviewed(interaction=interaction, reviewer=actor)
+    return result
+
+
+def feedback_submit(
+    *,
+    user,
+    outcome: int | None = None,
+    comment: str | None = None,
+    judgments: list[dict] | None = None,
+    interaction_id: int | None = None,
+    interaction: dict | None = None,
+    embedder=None,
+) -> FeedbackResult:
+    """Record an outcome, a comment and judgments on an interaction (an existing one, or one
+    described in full by a client that logged its own query).
+
+    Everything is validated before anything is written. Repeating a judgment updates it. An
+    outcome of 0 never erases an earlier explicit thumbs up/down (the page sends 0 together with
+    per-source labels).
+    """
+    judgments = judgments or []
+    if outcome not in (None, -1, 0, 1):
+        raise FeedbackError("outcome must be -1, 0 or 1")
+    if (interaction_id is None) == (interaction is None):
+        raise FeedbackError("give either interaction_id or interaction")
+    with transaction.atomic():
+        if interaction_id is not None:
+            target = interaction_for_feedback(user=user, interaction_id=interaction_id, lock=True)
+        else:
+            target = _interaction_from_client(user=user, data=interaction)
+        result = judgments_apply(interaction=target, judgments=judgments, actor=user, source="api")
+        changed = []
+        if (
+            outcome is not None
+            and (outcome != 0 or target.outcome is None)
+            and target.outcome != outcome
+        ):
+            target.outcome = outcome
+            changed.append("outcome")
+        if comment is not None and comment != target.comment:
+            target.comment = comment
+            changed.append("comment")
+        if changed:
+            target.save(update_fields=[*changed, "updated_at"])
+    if judgments:
+        interaction_embed_queries(interactions=[target], embedder=embedder)
+    return result
+
+
+def _interaction_from_client(*, user, data: dict) -> Interaction:
+    query = (data.get("query") or "").strip()
+    if not query:
+        raise FeedbackError("interaction.query is required")
+    retrieved_uids = [str(u) for u in data.get("retrieved") or []]
+    selected = [str(u) for u in data.get("selected") or []]
+    mentioned = set(retrieved_uids) | set(selected)
+    unknown = mentioned - set(visible_chunks(user=user, chunk_uids=mentioned))
+    if unknown:
+        raise FeedbackError(f"unknown chunk_uid(s): {', '.join(sorted(unknown)[:5])}")
+    collections = {}
+    if mentioned:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT chunk_uid, collection FROM rag_chunk WHERE chunk_uid = ANY(%s)",
+                [list(mentioned)],
+            )
+            collections = dict(cursor.fetchall())
+    return Interaction.objects.create(
+        user=user if getattr(user, "is_authenticated", False) else None,
+        kind=data.get("kind") or Interaction.Kind.QUERY,
+        query=query,
+        answer=data.get("answer") or "",
+        retrieved=[
+            {"chunk_uid": uid, "rank": i, "collection": collections.get(uid, "")}
+            for i, uid in enumerate(retrieved_uids, 1)
+        ],
+        selected=selected,
+        domain=data.get("domain") or "",
+        filters=data.get("filters") or {},
+    )
+
+
+def interaction_embed_queries(*, interactions, embedder=None) -> int:
+    """Store the query embedding of interactions that lack one (what paraphrase matching needs).
+
+    Best effort: an embedding provider that is down only delays the direct label effect.
+    """
+    missing = [i for i in interactions if i.query_embedding is None]
+    if not missing:
+        return 0
+    try:
+        if embedder is None:
+            from rag.embeddings import get_embedder
+
+            embedder = get_embedder()
+        vectors = (
+            embedder.embed_documents([i.query for i in missing])
+            if len(missing) > 1
+            else [embedder.embed_query(missing[0].query)]
+        )
+    except Exception:
+        logger.exception(
+            "could not embed %s interaction queries; label effects wait for the next try",
+            len(missing),
+        )
+        return 0
+    for interaction, vector in zip(missing, vectors, strict=True):
+        interaction.query_embedding = vector
+        interaction.query_embedding_model = embedder.name
+        Interaction.objects.filter(pk=interaction.pk).update(
+            query_embedding=vector, query_embedding_model=embedder.name
+        )
+    return len(missing)
+
+
+# --- clicks -----------------------------------------------------------------------------------
+
+MAX_RANK = 1000
+
+
+@transaction.atomic
+def click_record(*, user, interaction_id: int, chunk_uid: str, rank: int) -> ClickEvent:
+    """Record that ``user`` opened result ``chunk_uid`` shown at ``rank`` of an interaction."""
+    interaction = interaction_for_feedback(user=user, interaction_id=interaction_id, lock=True)
+    retrieved = {r.get("chunk_uid") for r in interaction.retrieved or []}
+    if chunk_uid not in retrieved:
+        raise FeedbackError("chunk_uid was not among this interaction's results")
+    if not 1 <= rank <= MAX_RANK:
+        raise FeedbackError(f"rank must be between 1 and {MAX_RANK}")
+    click = ClickEvent.objects.create(
+        interaction=interaction,
+        chunk_uid=chunk_uid,
+        rank=rank,
+        user=user if getattr(user, "is_authenticated", False) else None,
+    )
+    if chunk_uid not in (interaction.selected or []):
+        interaction.selected = [*(interaction.selected or []), chunk_uid]
+        interaction.save(update_fields=["selected", "updated_at"])
+    return click
+
+
+# --- ranking configurations -------------------------------------------------------------------
+
+
+@transaction.atomic
+def ranking_config_activate(*, config: RankingConfig, user=None) -> RankingConfig:
+    """Make ``config`` the one active configuration; the others stay recorded, inactive."""
+    RankingWeights.from_dict(config.weights)  # refuse to activate something search cannot use
+    list(RankingConfig.objects.select_for_update().filter(active=True))
+    RankingConfig.objects.filter(active=True).exclude(pk=config.pk).update(active=False)
+    config.active = True
+    config.activated_at = timezone.now()
+    config.save(update_fields=["active", "activated_at", "updated_at"])
+    logger.info(
+        "ranking config %s activated by %s: %s",
+        config.pk,
+        getattr(user, "pk", None),
+        config.weights,
+    )
+    return config
+
+
+@transaction.atomic
+def ranking_config_record(
+    *, weights: RankingWeights, metrics: dict, activate: bool, user=None, note: str = ""
+) -> RankingConfig:
+    """Store a configuration (and make it the active one if ``activate``)."""
+    config = RankingConfig.objects.create(
+        weights=weights.as_dict(),
+        metrics=metrics,
+        note=note[:200],
+        created_by=user if getattr(user, "is_authenticated", False) else None,
+    )
+    if activate:
+        ranking_config_activate(config=config, user=user)
+    return config
+
+
+@transaction.atomic
+def ranking_config_deactivate_all(*, user=None) -> int:
+    """Back to the static hybrid of settings (no configuration active)."""
+    return RankingConfig.objects.filter(active=True).update(active=False)

@@ -223,3 +223,15 @@ KNOWHUB_SESSIONS_PASS_SCORE = env.float("KNOWHUB_SESSIONS_PASS_SCORE", default=0
 # What the guide grounds itself in: course content of the topic's domain.
 KNOWHUB_SESSIONS_GROUNDING_COLLECTIONS = env.list("KNOWHUB_SESSIONS_GROUNDING_COLLECTIONS", default=["course_content"])
 KNOWHUB_SESSIONS_GROUNDING_MIN_SCORE = env.float("KNOWHUB_SESSIONS_GROUNDING_MIN_SCORE", default=0.35)
+
+# --- Feedback loop (feedback app) -------------------------------------------------------------
+# Tuned fusion: the active RankingConfig (manage.py tune_ranking) replaces the static hybrid.
+KNOWHUB_FEEDBACK_TUNED_RANKING = env.bool("KNOWHUB_FEEDBACK_TUNED_RANKING", default=True)
+# Direct label effect: a chunk labelled for this query or a paraphrase (cosine >= threshold)
+# moves by at most +BOOST / -PENALTY (scaled by the similarity), only within the candidates.
+KNOWHUB_FEEDBACK_LABEL_EFFECT = env.bool("KNOWHUB_FEEDBACK_LABEL_EFFECT", default=True)
+KNOWHUB_FEEDBACK_PARAPHRASE_SIMILARITY = env.float("KNOWHUB_FEEDBACK_PARAPHRASE_SIMILARITY", default=0.85)
+KNOWHUB_FEEDBACK_LABEL_BOOST = env.float("KNOWHUB_FEEDBACK_LABEL_BOOST", default=0.1)
+KNOWHUB_FEEDBACK_LABEL_PENALTY = env.float("KNOWHUB_FEEDBACK_LABEL_PENALTY", default=0.3)
+KNOWHUB_FEEDBACK_MAX_JUDGMENT_WEIGHT = env.float("KNOWHUB_FEEDBACK_MAX_JUDGMENT_WEIGHT", default=0.2)
+KNOWHUB_FEEDBACK_RECENCY_HALF_LIFE_DAYS = env.int("KNOWHUB_FEEDBACK_RECENCY_HALF_LIFE_DAYS", default=365)

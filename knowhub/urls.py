@@ -10,6 +10,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("health", HealthApi.as_view(), name="health"),
     path("", include("ingestion.urls")),  # /notion/ingest, /ingest/documents, /rag/reindex
+    path("rag/", include("feedback.urls")),  # /rag/feedback, /rag/feedback/click
     path("rag/", include("rag.urls")),
     path("sessions/", include("sessions.urls")),
     path("learn/", include("sessions.page_urls")),

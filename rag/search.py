@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from django.conf import settings
 from django.db import connection, transaction
 
+from feedback.ranking import rescore
 from rag.acl import Scope
 from rag.embeddings import Embedder, get_embedder
 from rag.selectors import check_query_model
@@ -255,6 +256,9 @@ def chunk_search(
             r["score"] = r["txt_score"]
         else:
             r["score"] = w_vec * r["vec_score"] + w_txt * r["txt_score"]
+    # Learned ranking (feedback app): tuned fusion weights and bounded per-label adjustments.
+    rescore(rows, query=query, query_vector=query_vector, mode=mode, weights_given=weights is not None,
+            embedder_name=getattr(embedder, "name", None))  # fmt: skip
     rows.sort(key=lambda r: (-r["score"], r["chunk_uid"]))
 
     hits: list[Hit] = []
