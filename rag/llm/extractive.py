@@ -1,0 +1,258 @@
+"""The offline answerer: quotes the retrieved sentences that best answer the question.
+
+It reads the same messages an LLM gets (``rag.llm.context``), splits each numbered source into
+sentences, scores them by embedding similarity to the question (the local model, one batch) plus
+keyword overlap, picks a few non-redundant ones (MMR), and writes them grouped by source in
+document order, each followed by its ``[n]``. When nothing scores high enough it says so instead
+of quoting noise. It never invents text: ``generative`` is False.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from rag.llm.base import Completion, LLMError
+from rag.llm.context import ContextSource, parse_user_prompt
+
+logger = logging.getLogger(__name__)
+
+_STOP_TEXT = """a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further had
+has have having he her here hers herself him himself his how i if in into is it its itself just
+me more most my myself no nor not now of off on once only or other our ours ourselves out over
+own same she should so some such than that the their theirs them themselves then there these
+they this those through to too under until up very was we were what when where which while who
+whom why will with would you your yours yourself yourselves tell please show give explain
+describe does much many way ways use using used get make know want need also"""
+STOPWORDS = frozenset(_STOP_TEXT.split())
+
+_WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'+#.-]*[A-Za-z0-9+#]|[A-Za-z0-9]")
+_SENT_SPLIT_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_PROPERTY_RE = re.compile(r"^\s*[\w-]+::\s*")
+_BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_HEADING_RE = re.compile(r"^\s*#{1,6}\s+")
+_BLOCK_REF_RE = re.compile(r"\(\([0-9a-f-]{8,}\)\)")
+_LINK_RE = re.compile(r"\[\[([^\]]+)\]\]")
+_MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+
+
+def stem(word: str) -> str:
+    """A deliberately crude stemmer: enough to match "meetings" with "meeting"."""
+    word = word.lower().strip("'.-")
+    for suffix in ("ing", "edly", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def content_terms(text: str) -> set[str]:
+    return {stem(w) for w in _WORD_RE.findall(text) if w.lower() not in STOPWORDS and len(w) > 1}
+
+
+@dataclass
+class Sentence:
+    source: ContextSource
+    position: int
+    text: str
+    score: float = 0.0
+    similarity: float = 0.0
+    overlap: float = 0.0
+
+
+def clean_line(line: str) -> str:
+    """A source line as prose: no bullets, heading marks, block refs or link brackets."""
+    line = _BLOCK_REF_RE.sub("", line)
+    line = _LINK_RE.sub(r"\1", line)
+    line = _MD_LINK_RE.sub(r"\1", line)
+    line = _HEADING_RE.sub("", line)
+    line = _BULLET_RE.sub("", line)
+    return re.sub(r"\s+", " ", line).strip()
+
+
+def split_sentences(text: str, *, max_chars: int = 400) -> list[str]:
+    """Sentences of a source, one line of notes at a time (bullets rarely end with a period)."""
+    out: list[str] = []
+    in_code = False
+    for raw in text.splitlines():
+        if raw.strip().startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code or _PROPERTY_RE.match(raw):
+            continue
+        line = clean_line(raw)
+        if not line:
+            continue
+        for sentence in _SENT_SPLIT_RE.split(line):
+            sentence = sentence.strip()
+            if len(_WORD_RE.findall(sentence)) < 4:
+                continue
+            if len(sentence) > max_chars:
+                cut = sentence[:max_chars].rsplit(" ", 1)[0]
+                sentence = cut.rstrip(",;:") + "…"
+            out.append(sentence)
+    return out
+
+
+def cite(sentence: str, n: int) -> str:
+    """``sentence`` with ``[n]`` before its final punctuation (or at its end)."""
+    sentence = sentence.rstrip()
+    if sentence and sentence[-1] in ".!?" and not sentence.endswith("..."):
+        return f"{sentence[:-1]} [{n}]{sentence[-1]}"
+    return f"{sentence} [{n}]"
+
+
+def _dot(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=False))
+
+
+class ExtractiveLLM:
+    """Quotes, never writes: the offline default behind the LLM protocol.
+
+    ``min_similarity`` is the cosine (all-MiniLM-L6-v2) the best sentence must reach, unless
+    it shares at least ``min_overlap`` of the question's content words.
+    """
+
+    name = "extractive"
+    generative = False
+
+    def __init__(
+        self,
+        *,
+        embedder=None,
+        max_sentences: int = 5,
+        max_chars: int = 1100,
+        max_candidates: int = 240,
+        min_similarity: float = 0.32,
+        min_overlap: float = 0.5,
+        overlap_similarity: float = 0.2,
+        mmr_lambda: float = 0.7,
+    ):
+        self._embedder = embedder
+        self.max_sentences = max_sentences
+        self.max_chars = max_chars
+        self.max_candidates = max_candidates
+        self.min_similarity = min_similarity
+        self.min_overlap = min_overlap
+        self.overlap_similarity = overlap_similarity
+        self.mmr_lambda = mmr_lambda
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from rag.embeddings import get_embedder
+
+            self._embedder = get_embedder()
+        return self._embedder
+
+    def complete(self, *, messages, max_tokens=800, temperature=0.2, json_schema=None, timeout=None) -> Completion:
+        if json_schema is not None:
+            raise LLMError("The extractive answerer cannot produce structured output.")
+        final = None
+        for part in self.stream(messages=messages, max_tokens=max_tokens, temperature=temperature, timeout=timeout):
+            if isinstance(part, Completion):
+                final = part
+        assert final is not None
+        return final
+
+    def stream(self, *, messages, max_tokens=800, temperature=0.2, timeout=None) -> Iterator[str | Completion]:
+        user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
+        question, sources, topic = parse_user_prompt(user)
+        said = " ".join(m["content"] for m in messages if m.get("role") == "assistant")
+        parts = list(self.answer_parts(question=question, sources=sources, topic=topic, already_said=said))
+        yield from parts
+        yield Completion(text="".join(parts), model=self.name)
+
+    # -- the answerer ---------------------------------------------------------------------------
+
+    def select(self, *, question: str, sources: list[ContextSource], topic: str = "", already_said: str = "") -> tuple[list[Sentence], float]:
+        """The chosen sentences (in reading order) and the best raw similarity seen."""
+        said = {_norm(s) for s in split_sentences(already_said, max_chars=10_000)} if already_said else set()
+        said_text = _norm(already_said)
+        candidates: list[Sentence] = []
+        seen: set[str] = set()
+        for src in sources:
+            for pos, text in enumerate(split_sentences(src.text)):
+                key = _norm(text)
+                if key in seen:
+                    continue  # overlapping chunks repeat sentences
+                seen.add(key)
+                if key in said or (len(key) > 30 and key.rstrip("…") in said_text):
+                    continue
+                candidates.append(Sentence(source=src, position=pos, text=text))
+                if len(candidates) >= self.max_candidates:
+                    break
+        if not candidates:
+            return [], 0.0
+        query = f"{topic} {question}".strip() if topic else question
+        q_terms = content_terms(query)
+        q_vec = self.embedder.embed_query(query)
+        vecs = self.embedder.embed_documents([c.text for c in candidates])
+        n_sources = max(len(sources), 1)
+        rank = {src.n: i for i, src in enumerate(sources)}
+        for cand, vec in zip(candidates, vecs, strict=True):
+            cand.similarity = _dot(q_vec, vec)
+            terms = content_terms(cand.text) | content_terms(cand.source.title)
+            cand.overlap = len(q_terms & terms) / len(q_terms) if q_terms else 0.0
+            prior = 1.0 - rank.get(cand.source.n, 0) / n_sources
+            cand.score = 0.7 * cand.similarity + 0.25 * cand.overlap + 0.05 * prior
+        best = max(candidates, key=lambda c: c.score)
+        relevant = best.similarity >= self.min_similarity or (
+            best.overlap >= self.min_overlap and best.similarity >= self.overlap_similarity
+        )
+        best_similarity = max(c.similarity for c in candidates)
+        if not relevant:
+            return [], best_similarity
+
+        vec_of = {id(c): v for c, v in zip(candidates, vecs, strict=True)}
+        pool = sorted(candidates, key=lambda c: -c.score)[:60]
+        chosen: list[Sentence] = []
+        chars = 0
+        floor = max(best.score * 0.6, 0.15)
+        while pool and len(chosen) < self.max_sentences:
+            def mmr(c: Sentence) -> float:
+                redundancy = max((_dot(vec_of[id(c)], vec_of[id(s)]) for s in chosen), default=0.0)
+                return self.mmr_lambda * c.score - (1 - self.mmr_lambda) * redundancy
+
+            pick = max(pool, key=mmr)
+            pool.remove(pick)
+            if pick.score < floor:
+                break
+            if any(_dot(vec_of[id(pick)], vec_of[id(s)]) > 0.9 for s in chosen):
+                continue
+            if chosen and chars + len(pick.text) > self.max_chars:
+                continue
+            chosen.append(pick)
+            chars += len(pick.text)
+        # Reading order: sources by their best chosen sentence, then document order inside each.
+        order: dict[int, float] = {}
+        for s in chosen:
+            order[s.source.n] = max(order.get(s.source.n, -math.inf), s.score)
+        chosen.sort(key=lambda s: (-order[s.source.n], s.source.n, s.position))
+        return chosen, best_similarity
+
+    def answer_parts(self, *, question: str, sources: list[ContextSource], topic: str = "", already_said: str = "") -> Iterator[str]:
+        """The answer, one sentence per delta."""
+        if not sources:
+            yield f"I found nothing relevant to “{question}” in the sources you can see."
+            return
+        chosen, _ = self.select(question=question, sources=sources, topic=topic, already_said=already_said)
+        if not chosen:
+            if already_said:
+                yield "These sources hold nothing more on this than what I already quoted."
+            else:
+                yield f"I found nothing relevant to “{question}” in the sources you can see."
+            return
+        previous = None
+        for s in chosen:
+            if previous is not None:
+                yield "\n\n" if s.source.n != previous else " "
+            yield cite(s.text, s.source.n)
+            previous = s.source.n
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"\[\d+\]", "", text)).strip().lower()
