@@ -29,6 +29,7 @@ from rag.answering.selectors import SourceCount, chunks_by_uid, count_sources, f
 from rag.embeddings import get_embedder
 from rag.llm import Completion, LLMError, ModelInfo, UnknownModel, get_llm, model_info
 from rag.llm.context import ContextSource, format_user_prompt
+from rag.llm.extractive import query_vector as cached_query_vector
 from rag.search import Hit, SearchFilters, chunk_search, known_collections
 from rag.selectors import check_query_model
 
@@ -235,7 +236,7 @@ def _retrieve(run: _Run, llm) -> None:
     run.analysis = analysis
     applied = analysis.apply(run.request)
     check_query_model(embedder.name)  # chunk_search skips it when handed a vector
-    query_vector = embedder.embed_query(run.query[:MAX_QUERY_CHARS])
+    query_vector = cached_query_vector(embedder, run.query[:MAX_QUERY_CHARS])
 
     def search(filters: SearchFilters) -> list[Hit]:
         return chunk_search(

@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rag.llm.base import Completion, LLMError
 from rag.llm.context import ContextSource, parse_user_prompt
@@ -43,10 +44,24 @@ _MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 def stem(word: str) -> str:
     """A deliberately crude stemmer: enough to match "meetings" with "meeting"."""
     word = word.lower().strip("'.-")
-    for suffix in ("ing", "edly", "ed", "es", "s"):
+    if len(word) > 4 and word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "edly", "ed"):
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
             return word[: -len(suffix)]
     return word
+
+
+@lru_cache(maxsize=256)
+def _cached_query_vector(embedder, text: str) -> tuple[float, ...]:
+    return tuple(embedder.embed_query(text))
+
+
+def query_vector(embedder, text: str) -> list[float]:
+    """The embedding of a question, cached: the search and the answerer both need it."""
+    return list(_cached_query_vector(embedder, text))
 
 
 def content_terms(text: str) -> set[str]:
@@ -61,6 +76,7 @@ class Sentence:
     score: float = 0.0
     similarity: float = 0.0
     overlap: float = 0.0
+    matched: int = 0
 
 
 def clean_line(line: str) -> str:
@@ -81,9 +97,11 @@ def split_sentences(text: str, *, max_chars: int = 400) -> list[str]:
         if raw.strip().startswith("```"):
             in_code = not in_code
             continue
-        if in_code or _PROPERTY_RE.match(raw):
+        if in_code:
             continue
-        line = clean_line(raw)
+        # "description:: Cards are blocks that…" keeps its value; short ones ("type:: [[Feature]]")
+        # fall below the word minimum.
+        line = clean_line(_PROPERTY_RE.sub("", raw, count=1))
         if not line:
             continue
         for sentence in _SENT_SPLIT_RE.split(line):
@@ -128,7 +146,7 @@ class ExtractiveLLM:
         max_candidates: int = 240,
         min_similarity: float = 0.32,
         min_overlap: float = 0.5,
-        overlap_similarity: float = 0.2,
+        overlap_similarity: float = 0.25,
         mmr_lambda: float = 0.7,
     ):
         self._embedder = embedder
@@ -189,19 +207,28 @@ class ExtractiveLLM:
             return [], 0.0
         query = f"{topic} {question}".strip() if topic else question
         q_terms = content_terms(query)
-        q_vec = self.embedder.embed_query(query)
+        q_vec = query_vector(self.embedder, query)
         vecs = self.embedder.embed_documents([c.text for c in candidates])
         n_sources = max(len(sources), 1)
         rank = {src.n: i for i, src in enumerate(sources)}
         for cand, vec in zip(candidates, vecs, strict=True):
             cand.similarity = _dot(q_vec, vec)
             terms = content_terms(cand.text) | content_terms(cand.source.title)
-            cand.overlap = len(q_terms & terms) / len(q_terms) if q_terms else 0.0
+            cand.matched = len(q_terms & terms)
+            cand.overlap = cand.matched / len(q_terms) if q_terms else 0.0
             prior = 1.0 - rank.get(cand.source.n, 0) / n_sources
             cand.score = 0.7 * cand.similarity + 0.25 * cand.overlap + 0.05 * prior
         best = max(candidates, key=lambda c: c.score)
-        relevant = best.similarity >= self.min_similarity or (
-            best.overlap >= self.min_overlap and best.similarity >= self.overlap_similarity
+        # Relevant when the meaning is close, or when most of the question's words (two at least,
+        # so "capital" alone does not tie Peru to Borealis Capital) appear with some closeness.
+        relevant = any(
+            c.similarity >= self.min_similarity
+            or (
+                c.overlap >= self.min_overlap
+                and c.similarity >= self.overlap_similarity
+                and (c.matched >= 2 or len(q_terms) == 1)
+            )
+            for c in candidates
         )
         best_similarity = max(c.similarity for c in candidates)
         if not relevant:
