@@ -198,7 +198,7 @@ class ExtractiveLLM:
                 if key in seen:
                     continue  # overlapping chunks repeat sentences
                 seen.add(key)
-                if key in said or (len(key) > 30 and key.rstrip("…") in said_text):
+                if key in said or (len(key) > 30 and key in said_text):
                     continue
                 candidates.append(Sentence(source=src, position=pos, text=text))
                 if len(candidates) >= self.max_candidates:
@@ -282,4 +282,5 @@ class ExtractiveLLM:
 
 
 def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"\[\d+\]", "", text)).strip().lower()
+    """Words only: "state [1]." and "state." compare equal."""
+    return " ".join(re.findall(r"[a-z0-9]+", re.sub(r"\[\d+\]", " ", text.lower())))
