@@ -143,7 +143,7 @@ class ExtractiveLLM:
         embedder=None,
         max_sentences: int = 5,
         max_chars: int = 1100,
-        max_candidates: int = 240,
+        max_candidates: int = 96,
         min_similarity: float = 0.32,
         min_overlap: float = 0.5,
         overlap_similarity: float = 0.25,
@@ -201,21 +201,26 @@ class ExtractiveLLM:
                 if key in said or (len(key) > 30 and key in said_text):
                     continue
                 candidates.append(Sentence(source=src, position=pos, text=text))
-                if len(candidates) >= self.max_candidates:
-                    break
         if not candidates:
             return [], 0.0
         query = f"{topic} {question}".strip() if topic else question
         q_terms = content_terms(query)
-        q_vec = query_vector(self.embedder, query)
-        vecs = self.embedder.embed_documents([c.text for c in candidates])
         n_sources = max(len(sources), 1)
         rank = {src.n: i for i, src in enumerate(sources)}
-        for cand, vec in zip(candidates, vecs, strict=True):
-            cand.similarity = _dot(q_vec, vec)
+        for cand in candidates:
             terms = content_terms(cand.text) | content_terms(cand.source.title)
             cand.matched = len(q_terms & terms)
             cand.overlap = cand.matched / len(q_terms) if q_terms else 0.0
+        if len(candidates) > self.max_candidates:
+            # Embedding is the cost: keep the sentences of the best-ranked sources, and any that
+            # share words with the question.
+            keep = sorted(candidates, key=lambda c: -(c.overlap + 0.5 * (1 - rank[c.source.n] / n_sources)))
+            kept = {id(c) for c in keep[: self.max_candidates]}
+            candidates = [c for c in candidates if id(c) in kept]
+        q_vec = query_vector(self.embedder, query)
+        vecs = self.embedder.embed_documents([c.text for c in candidates])
+        for cand, vec in zip(candidates, vecs, strict=True):
+            cand.similarity = _dot(q_vec, vec)
             prior = 1.0 - rank.get(cand.source.n, 0) / n_sources
             cand.score = 0.7 * cand.similarity + 0.25 * cand.overlap + 0.05 * prior
         best = max(candidates, key=lambda c: c.score)
