@@ -44,11 +44,13 @@ _MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 def stem(word: str) -> str:
     """A deliberately crude stemmer: enough to match "meetings" with "meeting"."""
     word = word.lower().strip("'.-")
+    if word.endswith(("'s", "’s")):
+        word = word[:-2]
     if len(word) > 4 and word.endswith("ies"):
         word = word[:-3] + "y"
     elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
-    for suffix in ("ing", "edly", "ed"):
+    for suffix in ("ing", "edly", "ed", "er"):
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
             return word[: -len(suffix)]
     return word
@@ -62,6 +64,28 @@ def _cached_query_vector(embedder, text: str) -> tuple[float, ...]:
 def query_vector(embedder, text: str) -> list[float]:
     """The embedding of a question, cached: the search and the answerer both need it."""
     return list(_cached_query_vector(embedder, text))
+
+
+_SENTENCE_CACHE: dict[tuple[int, str], list[float]] = {}
+_SENTENCE_CACHE_MAX = 20_000
+
+
+def sentence_vectors(embedder, texts: list[str]) -> list[list[float]]:
+    """Sentence embeddings in one batch, cached by text: popular chunks are quoted again and again."""
+    key = id(embedder)
+    missing = list(dict.fromkeys(t for t in texts if (key, t) not in _SENTENCE_CACHE))
+    if missing:
+        if len(_SENTENCE_CACHE) + len(missing) > _SENTENCE_CACHE_MAX:
+            _SENTENCE_CACHE.clear()
+        for text, vec in zip(missing, embedder.embed_documents(missing), strict=True):
+            _SENTENCE_CACHE[(key, text)] = vec
+    return [_SENTENCE_CACHE[(key, t)] for t in texts]
+
+
+def clear_caches() -> None:
+    """Forget cached query and sentence embeddings (benchmarks measure cold asks)."""
+    _cached_query_vector.cache_clear()
+    _SENTENCE_CACHE.clear()
 
 
 def content_terms(text: str) -> set[str]:
@@ -93,6 +117,7 @@ def split_sentences(text: str, *, max_chars: int = 400) -> list[str]:
     """Sentences of a source, one line of notes at a time (bullets rarely end with a period)."""
     out: list[str] = []
     in_code = False
+    lead = ""  # "To create a card:" introduces the bullet under it: quote them together
     for raw in text.splitlines():
         if raw.strip().startswith("```"):
             in_code = not in_code
@@ -103,6 +128,11 @@ def split_sentences(text: str, *, max_chars: int = 400) -> list[str]:
         # fall below the word minimum.
         line = clean_line(_PROPERTY_RE.sub("", raw, count=1))
         if not line:
+            continue
+        if lead:
+            line, lead = f"{lead} {line}", ""
+        if line.endswith(":") and len(line) < 120:
+            lead = line
             continue
         for sentence in _SENT_SPLIT_RE.split(line):
             sentence = sentence.strip()
@@ -207,10 +237,19 @@ class ExtractiveLLM:
         q_terms = content_terms(query)
         n_sources = max(len(sources), 1)
         rank = {src.n: i for i, src in enumerate(sources)}
-        for cand in candidates:
-            terms = content_terms(cand.text) | content_terms(cand.source.title)
-            cand.matched = len(q_terms & terms)
-            cand.overlap = cand.matched / len(q_terms) if q_terms else 0.0
+        # Keyword overlap weighted by rarity among the candidates: "logseq" in every sentence of
+        # the Logseq docs says nothing, "flashcard" says a lot.
+        terms_of = [content_terms(c.text) | content_terms(c.source.title) for c in candidates]
+        df: dict[str, int] = {}
+        for terms in terms_of:
+            for term in terms & q_terms:
+                df[term] = df.get(term, 0) + 1
+        weight = {t: math.log(1 + (len(candidates) + 1) / (1 + df.get(t, 0))) for t in q_terms}
+        total_weight = sum(weight.values()) or 1.0
+        for cand, terms in zip(candidates, terms_of, strict=True):
+            matched = terms & q_terms
+            cand.matched = len(matched)
+            cand.overlap = sum(weight[t] for t in matched) / total_weight
         if len(candidates) > self.max_candidates:
             # Embedding is the cost: keep the sentences of the best-ranked sources, and any that
             # share words with the question.
@@ -218,11 +257,12 @@ class ExtractiveLLM:
             kept = {id(c) for c in keep[: self.max_candidates]}
             candidates = [c for c in candidates if id(c) in kept]
         q_vec = query_vector(self.embedder, query)
-        vecs = self.embedder.embed_documents([c.text for c in candidates])
+        # The title gives a note's sentence its subject ("To create one, add #card" under "Flashcards").
+        vecs = sentence_vectors(self.embedder, [f"{c.source.title}: {c.text}" if c.source.title else c.text for c in candidates])
         for cand, vec in zip(candidates, vecs, strict=True):
             cand.similarity = _dot(q_vec, vec)
             prior = 1.0 - rank.get(cand.source.n, 0) / n_sources
-            cand.score = 0.7 * cand.similarity + 0.25 * cand.overlap + 0.05 * prior
+            cand.score = 0.65 * cand.similarity + 0.25 * cand.overlap + 0.1 * prior
         best = max(candidates, key=lambda c: c.score)
         # Relevant when the meaning is close, or when most of the question's words (two at least,
         # so "capital" alone does not tie Peru to Borealis Capital) appear with some closeness.
@@ -243,7 +283,7 @@ class ExtractiveLLM:
         pool = sorted(candidates, key=lambda c: -c.score)[:60]
         chosen: list[Sentence] = []
         chars = 0
-        floor = max(best.score * 0.6, 0.15)
+        floor = max(best.score * 0.75, 0.15)
         while pool and len(chosen) < self.max_sentences:
             def mmr(c: Sentence) -> float:
                 redundancy = max((_dot(vec_of[id(c)], vec_of[id(s)]) for s in chosen), default=0.0)
