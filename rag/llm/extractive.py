@@ -39,6 +39,7 @@ _HEADING_RE = re.compile(r"^\s*#{1,6}\s+")
 _BLOCK_REF_RE = re.compile(r"\(\([0-9a-f-]{8,}\)\)")
 _LINK_RE = re.compile(r"\[\[([^\]]+)\]\]")
 _MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_ORG_DIRECTIVE_RE = re.compile(r"#\+\w+(?::\S*)?")
 
 
 def stem(word: str) -> str:
@@ -106,6 +107,7 @@ class Sentence:
 def clean_line(line: str) -> str:
     """A source line as prose: no bullets, heading marks, block refs or link brackets."""
     line = _BLOCK_REF_RE.sub("", line)
+    line = _ORG_DIRECTIVE_RE.sub("", line)
     line = _LINK_RE.sub(r"\1", line)
     line = _MD_LINK_RE.sub(r"\1", line)
     line = _HEADING_RE.sub("", line)
@@ -178,6 +180,7 @@ class ExtractiveLLM:
         min_overlap: float = 0.5,
         overlap_similarity: float = 0.25,
         mmr_lambda: float = 0.7,
+        floor_ratio: float = 0.7,
     ):
         self._embedder = embedder
         self.max_sentences = max_sentences
@@ -187,6 +190,7 @@ class ExtractiveLLM:
         self.min_overlap = min_overlap
         self.overlap_similarity = overlap_similarity
         self.mmr_lambda = mmr_lambda
+        self.floor_ratio = floor_ratio
 
     @property
     def embedder(self):
@@ -249,7 +253,9 @@ class ExtractiveLLM:
         for cand, terms in zip(candidates, terms_of, strict=True):
             matched = terms & q_terms
             cand.matched = len(matched)
-            cand.overlap = sum(weight[t] for t in matched) / total_weight
+            # Half plain, half rarity-weighted: with few candidates rarity alone overreacts.
+            plain = len(matched) / len(q_terms) if q_terms else 0.0
+            cand.overlap = 0.5 * plain + 0.5 * sum(weight[t] for t in matched) / total_weight
         if len(candidates) > self.max_candidates:
             # Embedding is the cost: keep the sentences of the best-ranked sources, and any that
             # share words with the question.
@@ -283,7 +289,7 @@ class ExtractiveLLM:
         pool = sorted(candidates, key=lambda c: -c.score)[:60]
         chosen: list[Sentence] = []
         chars = 0
-        floor = max(best.score * 0.75, 0.15)
+        floor = max(best.score * self.floor_ratio, 0.15)
         while pool and len(chosen) < self.max_sentences:
             def mmr(c: Sentence) -> float:
                 redundancy = max((_dot(vec_of[id(c)], vec_of[id(s)]) for s in chosen), default=0.0)
@@ -291,7 +297,8 @@ class ExtractiveLLM:
 
             pick = max(pool, key=mmr)
             pool.remove(pick)
-            if pick.score < floor:
+            # Below the floor only to make a second sentence that is relevant on its own.
+            if pick.score < floor and (len(chosen) >= 2 or pick.similarity < self.min_similarity + 0.1):
                 break
             if any(_dot(vec_of[id(pick)], vec_of[id(s)]) > 0.9 for s in chosen):
                 continue
