@@ -344,6 +344,24 @@ def _iso(value) -> dt.date | None:
         return None
 
 
+_TEMPORAL_RE = re.compile(
+    rf"\b(?:today|yesterday|tonight|weekend|week|month|year|quarter|days?|ago|since|before|after|"
+    rf"recent|recently|lately|between|during|until|{_MONTH_RE}|{_WEEKDAY_RE}|\d{{4}})s?\b",
+    re.I,
+)
+
+
+def _grounded(value: str, query: str) -> bool:
+    """A value the model read from the question: one of its words (3+ letters) is in it.
+
+    Small models map "closures" to a random known entity; a value must come from the question.
+    """
+    from rag.llm.extractive import content_terms
+
+    asked = content_terms(query)
+    return any(term in asked for term in content_terms(value) if len(term) >= 3)
+
+
 def llm_analyse(query: str, *, today: dt.date, facets: Facets, llm: LLMProvider, timeout: float | None = None) -> QueryAnalysis:
     """Ask ``llm`` for the filters; values not in the facets are dropped. Raises LLMError."""
     completion = llm.complete(
@@ -362,14 +380,20 @@ def llm_analyse(query: str, *, today: dt.date, facets: Facets, llm: LLMProvider,
     date_from, date_to = _iso(data.get("date_from")), _iso(data.get("date_to"))
     if date_from and date_to and date_from > date_to:
         date_from, date_to = date_to, date_from
-    entity = _canonical([data.get("entity")], facets.values("entities"))
-    domain = _canonical([data.get("domain")], facets.values("domains"))
+    if not _TEMPORAL_RE.search(query):  # dates only when the question speaks of time
+        date_from = date_to = None
+
+    def grounded(values: list[str]) -> list[str]:
+        return [v for v in values if _grounded(v, query)]
+
+    entity = grounded(_canonical([data.get("entity")], facets.values("entities")))
+    domain = grounded(_canonical([data.get("domain")], facets.values("domains")))
     return QueryAnalysis(
         date_from=date_from,
         date_to=date_to,
         date_phrase="" if not (date_from or date_to) else "(model)",
-        people=_canonical(data.get("people"), facets.values("people")),
-        tags=_canonical(data.get("tags"), facets.values("tags")),
+        people=grounded(_canonical(data.get("people"), facets.values("people"))),
+        tags=grounded(_canonical(data.get("tags"), facets.values("tags"))),
         entity=entity[0] if entity else None,
         domain=domain[0] if domain else None,
         counting=bool(data.get("counting")) or bool(COUNTING_RE.search(query)),

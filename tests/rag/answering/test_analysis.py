@@ -100,3 +100,16 @@ def test_llm_analysis_failure_falls_back_to_the_parser(settings):
         a = analyse_query("How many times did I meet Leo this year?", today=TODAY, facets=FACETS, llm=get_llm())
     assert a.source == "parser" and a.people == ["Leo"] and a.counting
     assert "llm analysis failed" in a.error
+
+
+def test_llm_values_not_grounded_in_the_question_are_dropped(settings):
+    # What a 135M-parameter model really answered for "What is a closure in JavaScript?".
+    analysis = {
+        "date_from": "2025-06-12", "date_to": "2025-06-12", "people": ["Ana"], "tags": ["climbing"],
+        "entity": "Aurora Fund", "domain": "javascript", "counting": False,
+    }  # fmt: skip
+    with FakeOpenAI(analysis=analysis) as fake:
+        use_fake(settings, fake)
+        a = analyse_query("What is a closure in JavaScript?", today=TODAY, facets=FACETS, llm=get_llm())
+    assert (a.date_from, a.date_to, a.people, a.tags, a.entity) == (None, None, [], [], None)
+    assert a.domain == "javascript"  # this one the question does name

@@ -116,7 +116,7 @@ def test_date_phrase_becomes_a_filter(alice, corpus):
 
 
 def test_stream_sends_status_sources_deltas_citations_done(alice, corpus):
-    r = post(alice, STREAM, {"query": "What states can a promise be in?"})
+    r = post(alice, STREAM, {"query": "What is a closure?"})
     assert r.status_code == 200 and r["Content-Type"].startswith("text/event-stream")
     events = sse_events(r)
     types = [t for t, _ in events]
@@ -127,7 +127,7 @@ def test_stream_sends_status_sources_deltas_citations_done(alice, corpus):
     assert done["interaction_id"] and done["strategy"] == "NEW_QUERY" and done["extractive"] is True
     assert {"tokens", "cost_usd", "model", "latency_ms"} <= set(done)
     text = "".join(d["text"] for t, d in events if t == "delta")
-    assert "pending" in text and Interaction.objects.get(pk=done["interaction_id"]).answer == text
+    assert "A closure is a function" in text and Interaction.objects.get(pk=done["interaction_id"]).answer == text
 
 
 @pytest.mark.parametrize(
