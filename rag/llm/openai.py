@@ -105,16 +105,24 @@ class OpenAIChat:
         temperature: float = 0.2,
         timeout: float | None = None,
     ) -> Iterator[str | Completion]:
+        kwargs: dict = {
+            "model": self.info.api_id or self.info.id,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "timeout": timeout or self.timeout,
+        }
         try:
-            stream = self._client.chat.completions.create(
-                model=self.info.api_id or self.info.id,
-                messages=messages,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                stream=True,
-                stream_options={"include_usage": True},
-                timeout=timeout or self.timeout,
-            )
+            try:
+                stream = self._client.chat.completions.create(**kwargs)
+            except self._openai.BadRequestError as exc:
+                if "stream_options" not in str(exc):
+                    raise
+                # Older compatible servers reject stream_options: stream without usage instead.
+                kwargs.pop("stream_options")
+                stream = self._client.chat.completions.create(**kwargs)
         except Exception as exc:
             raise self._translate(exc) from exc
         parts: list[str] = []

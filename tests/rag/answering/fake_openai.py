@@ -18,11 +18,11 @@ class FakeOpenAI:
     """``mode``: ``ok`` (answers), ``error`` (HTTP 500), ``hang`` (never answers).
 
     ``reply`` is streamed word by word, ``delay`` seconds apart. A request carrying
-    ``response_format`` (query analysis) gets ``analysis`` as its JSON content. ``disconnected``
+    ``response_format`` (query analysis) gets ``analysis`` as its JSON content (a str is sent as is). ``disconnected``
     is set when the client closes a stream before its end.
     """
 
-    def __init__(self, *, mode: str = "ok", reply: str = "", delay: float = 0.0, analysis: dict | None = None, usage: bool = True):
+    def __init__(self, *, mode: str = "ok", reply: str = "", delay: float = 0.0, analysis: dict | str | None = None, usage: bool = True):
         self.mode = mode
         self.reply = reply
         self.delay = delay
@@ -59,7 +59,8 @@ class FakeOpenAI:
                     fake._stop.wait(30)
                     return None
                 if body.get("response_format"):
-                    return self._json(200, _completion(json.dumps(fake.analysis or {}), body, prompt=120, completion=30))
+                    content = fake.analysis if isinstance(fake.analysis, str) else json.dumps(fake.analysis or {})
+                    return self._json(200, _completion(content, body, prompt=120, completion=30))
                 if not body.get("stream"):
                     return self._json(200, _completion(fake.reply, body, prompt=200, completion=len(fake.reply.split())))
                 return self._stream(body)
