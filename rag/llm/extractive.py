@@ -128,22 +128,34 @@ def split_sentences(text: str, *, max_chars: int = 400) -> list[str]:
             continue
         # "description:: Cards are blocks that…" keeps its value; short ones ("type:: [[Feature]]")
         # fall below the word minimum.
+        is_property = bool(_PROPERTY_RE.match(raw))
         line = clean_line(_PROPERTY_RE.sub("", raw, count=1))
         if not line:
             continue
+        if lead and is_property:  # a list intro followed by properties: quote the intro alone
+            out.extend(_sentences(lead, max_chars))
+            lead = ""
         if lead:
             line, lead = f"{lead} {line}", ""
         if line.endswith(":") and len(line) < 120:
             lead = line
             continue
-        for sentence in _SENT_SPLIT_RE.split(line):
-            sentence = sentence.strip()
-            if len(_WORD_RE.findall(sentence)) < 4:
-                continue
-            if len(sentence) > max_chars:
-                cut = sentence[:max_chars].rsplit(" ", 1)[0]
-                sentence = cut.rstrip(",;:") + "…"
-            out.append(sentence)
+        out.extend(_sentences(line, max_chars))
+    if lead:
+        out.extend(_sentences(lead, max_chars))
+    return out
+
+
+def _sentences(line: str, max_chars: int) -> list[str]:
+    out = []
+    for sentence in _SENT_SPLIT_RE.split(line):
+        sentence = sentence.strip()
+        if len(_WORD_RE.findall(sentence)) < 4:
+            continue
+        if len(sentence) > max_chars:
+            cut = sentence[:max_chars].rsplit(" ", 1)[0]
+            sentence = cut.rstrip(",;:") + "…"
+        out.append(sentence)
     return out
 
 
