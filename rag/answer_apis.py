@@ -136,12 +136,8 @@ class AskApi(APIView):
     """Answer a question from the sources the caller may see, with checked numbered citations."""
 
     content_negotiation_class = JSONOnlyNegotiation
-
-    class InputSerializer(AskInputSerializer):
-        pass
-
-    class OutputSerializer(AskOutputSerializer):
-        pass
+    InputSerializer = AskInputSerializer  # shared with the stream twin: one schema component
+    OutputSerializer = AskOutputSerializer
 
     @extend_schema(request=InputSerializer, responses={200: OutputSerializer, 400: dict})
     def post(self, request):
@@ -172,9 +168,7 @@ class AskStreamApi(APIView):
     """
 
     content_negotiation_class = JSONOnlyNegotiation
-
-    class InputSerializer(AskInputSerializer):
-        pass
+    InputSerializer = AskInputSerializer
 
     @extend_schema(
         request=InputSerializer,
@@ -190,22 +184,25 @@ class AskStreamApi(APIView):
         return response
 
 
+class FacetsOutputSerializer(serializers.Serializer):
+    collections = serializers.ListField(child=serializers.DictField())
+    domains = serializers.ListField(child=serializers.DictField())
+    people = serializers.ListField(child=serializers.DictField())
+    tags = serializers.ListField(child=serializers.DictField())
+    entities = serializers.ListField(child=serializers.DictField())
+    date_min = serializers.DateField(allow_null=True)
+    date_max = serializers.DateField(allow_null=True)
+    models = serializers.ListField(child=serializers.DictField())
+    default_model = serializers.CharField()
+
+
 class FacetsApi(APIView):
     """Known metadata values (people, tags, entities, domains, collections) and models to pick.
 
     Only values of chunks the caller may see are listed.
     """
 
-    class OutputSerializer(serializers.Serializer):
-        collections = serializers.ListField(child=serializers.DictField())
-        domains = serializers.ListField(child=serializers.DictField())
-        people = serializers.ListField(child=serializers.DictField())
-        tags = serializers.ListField(child=serializers.DictField())
-        entities = serializers.ListField(child=serializers.DictField())
-        date_min = serializers.DateField(allow_null=True)
-        date_max = serializers.DateField(allow_null=True)
-        models = serializers.ListField(child=serializers.DictField())
-        default_model = serializers.CharField()
+    OutputSerializer = FacetsOutputSerializer
 
     @extend_schema(
         parameters=[OpenApiParameter("collections", str, description="Comma-separated collection names")],
