@@ -255,19 +255,22 @@ class ExtractiveLLM:
         rank = {src.n: i for i, src in enumerate(sources)}
         # Keyword overlap weighted by rarity among the candidates: "logseq" in every sentence of
         # the Logseq docs says nothing, "flashcard" says a lot.
-        terms_of = [content_terms(c.text) | content_terms(c.source.title) for c in candidates]
+        own_terms = [content_terms(c.text) for c in candidates]
+        title_terms = [content_terms(c.source.title) for c in candidates]
         df: dict[str, int] = {}
-        for terms in terms_of:
-            for term in terms & q_terms:
+        for own, title in zip(own_terms, title_terms, strict=True):
+            for term in (own | title) & q_terms:
                 df[term] = df.get(term, 0) + 1
         weight = {t: math.log(1 + (len(candidates) + 1) / (1 + df.get(t, 0))) for t in q_terms}
         total_weight = sum(weight.values()) or 1.0
-        for cand, terms in zip(candidates, terms_of, strict=True):
-            matched = terms & q_terms
-            cand.matched = len(matched)
+        for cand, own, title in zip(candidates, own_terms, title_terms, strict=True):
+            # A word of the sentence counts fully, one only in its page title counts half.
+            credit = {t: 1.0 for t in own & q_terms}
+            credit.update({t: 0.5 for t in (title & q_terms) - own})
+            cand.matched = len(credit)
+            plain = sum(credit.values()) / len(q_terms) if q_terms else 0.0
             # Half plain, half rarity-weighted: with few candidates rarity alone overreacts.
-            plain = len(matched) / len(q_terms) if q_terms else 0.0
-            cand.overlap = 0.5 * plain + 0.5 * sum(weight[t] for t in matched) / total_weight
+            cand.overlap = 0.5 * plain + 0.5 * sum(weight[t] * c for t, c in credit.items()) / total_weight
         if len(candidates) > self.max_candidates:
             # Embedding is the cost: keep the sentences of the best-ranked sources, and any that
             # share words with the question.
