@@ -235,3 +235,36 @@ KNOWHUB_FEEDBACK_LABEL_BOOST = env.float("KNOWHUB_FEEDBACK_LABEL_BOOST", default
 KNOWHUB_FEEDBACK_LABEL_PENALTY = env.float("KNOWHUB_FEEDBACK_LABEL_PENALTY", default=0.3)
 KNOWHUB_FEEDBACK_MAX_JUDGMENT_WEIGHT = env.float("KNOWHUB_FEEDBACK_MAX_JUDGMENT_WEIGHT", default=0.2)
 KNOWHUB_FEEDBACK_RECENCY_HALF_LIFE_DAYS = env.int("KNOWHUB_FEEDBACK_RECENCY_HALF_LIFE_DAYS", default=365)
+
+# --- Answers (LLM providers, ask) ---------------------------------------------------------------
+# Offline by default: the extractive answerer quotes the retrieved sentences. OPENAI_API_KEY or
+# LLM_BASE_URL (Ollama, vLLM, llama.cpp server, Groq…) switch to the OpenAI-compatible provider;
+# KNOWHUB_GGUF_PATH with xllamacpp installed enables a fully local generator.
+LLM_BASE_URL = env("LLM_BASE_URL", default="") or None
+KNOWHUB_GGUF_PATH = env("KNOWHUB_GGUF_PATH", default="")
+KNOWHUB_LLM_PROVIDER = env(
+    "KNOWHUB_LLM_PROVIDER", default="openai" if (OPENAI_API_KEY or LLM_BASE_URL) else "extractive"
+)
+KNOWHUB_LLM_MODEL = env(
+    "KNOWHUB_LLM_MODEL",
+    default={"openai": "gpt-4o-mini", "llamacpp": "local-gguf"}.get(KNOWHUB_LLM_PROVIDER, "extractive"),
+)
+# The model table: what the ask page offers and what each answer costs (USD per 1M tokens).
+# A KNOWHUB_LLM_MODEL missing from it (e.g. an Ollama tag) is added as an openai model at price 0.
+KNOWHUB_LLM_MODELS = env.json(
+    "KNOWHUB_LLM_MODELS",
+    default=[
+        {"id": "extractive", "provider": "extractive", "label": "Extractive (offline)", "input_per_1m": 0, "output_per_1m": 0},
+        {"id": "gpt-4o-mini", "provider": "openai", "label": "GPT-4o mini", "input_per_1m": 0.15, "output_per_1m": 0.60},
+        {"id": "gpt-4.1-mini", "provider": "openai", "label": "GPT-4.1 mini", "input_per_1m": 0.40, "output_per_1m": 1.60},
+        {"id": "gpt-4o", "provider": "openai", "label": "GPT-4o", "input_per_1m": 2.50, "output_per_1m": 10.00},
+        {"id": "local-gguf", "provider": "llamacpp", "label": "Local GGUF", "input_per_1m": 0, "output_per_1m": 0},
+    ],
+)
+KNOWHUB_LLM_TIMEOUT = env.float("KNOWHUB_LLM_TIMEOUT", default=60.0)
+KNOWHUB_LLM_MAX_TOKENS = env.int("KNOWHUB_LLM_MAX_TOKENS", default=800)
+KNOWHUB_ASK_TOP_K = env.int("KNOWHUB_ASK_TOP_K", default=8)
+KNOWHUB_ASK_HISTORY = env.int("KNOWHUB_ASK_HISTORY", default=3)
+KNOWHUB_FACET_CACHE_SECONDS = env.int("KNOWHUB_FACET_CACHE_SECONDS", default=300)
+KNOWHUB_GGUF_CTX = env.int("KNOWHUB_GGUF_CTX", default=8192)
+KNOWHUB_GGUF_THREADS = env.int("KNOWHUB_GGUF_THREADS", default=2)

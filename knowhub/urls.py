@@ -5,6 +5,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from rag.apis import HealthApi
+from rag.views import ask_page
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -16,4 +17,5 @@ urlpatterns = [
     path("learn/", include("sessions.page_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("", ask_page, name="ask-page"),
 ]

@@ -1,0 +1,1 @@
+"""Answering: query analysis, counting, citations, conversations and the ``ask`` pipeline."""

@@ -1,0 +1,420 @@
+"""Query analysis: a question in, filters out (dates, people, tags, entity, domain, counting).
+
+Two analysers produce the same ``QueryAnalysis``: a deterministic parser (offline default) and
+an LLM prompted with today's date and the known metadata values (seed 000). The LLM's output is
+validated against the same facets — a value it invents is dropped — and any failure falls back
+to the parser, so a flaky model never blocks an answer.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import json
+import logging
+import re
+from dataclasses import dataclass, field, replace
+
+from rag.answering.selectors import Facets
+from rag.llm.base import LLMError, LLMProvider
+from rag.search import SearchFilters
+
+logger = logging.getLogger(__name__)
+
+MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+MONTHS.pop("may", None)
+MONTHS["may"] = 5
+WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
+UNITS = {"day": 1, "week": 7, "month": 30, "year": 365}
+
+_MONTH_RE = "|".join(sorted((m for m in MONTHS), key=len, reverse=True))
+_WEEKDAY_RE = "|".join(WEEKDAYS)
+_NUM_WORDS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3,
+}  # fmt: skip
+_NUM_RE = r"\d{1,3}|" + "|".join(sorted(_NUM_WORDS, key=len, reverse=True))
+COUNTING_RE = re.compile(
+    r"\bhow (?:many|often)\b|\bnumber of (?:times|days|meetings|entries|occasions)\b|\bcount (?:of|the)\b",
+    re.I,
+)
+
+
+@dataclass
+class QueryAnalysis:
+    """Filters read from a question. ``source`` says which analyser produced them."""
+
+    date_from: dt.date | None = None
+    date_to: dt.date | None = None
+    date_phrase: str = ""
+    people: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    entity: str | None = None
+    domain: str | None = None
+    counting: bool = False
+    source: str = "parser"
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    error: str = ""
+
+    def as_dict(self) -> dict:
+        out = {
+            "date_from": self.date_from.isoformat() if self.date_from else None,
+            "date_to": self.date_to.isoformat() if self.date_to else None,
+            "date_phrase": self.date_phrase,
+            "people": self.people,
+            "tags": self.tags,
+            "entity": self.entity,
+            "domain": self.domain,
+            "counting": self.counting,
+            "source": self.source,
+        }
+        if self.error:
+            out["error"] = self.error
+        return out
+
+    def apply(self, filters: SearchFilters) -> SearchFilters:
+        """``filters`` narrowed by this analysis; what the user set explicitly always wins."""
+        return replace(
+            filters,
+            date_from=filters.date_from or self.date_from,
+            date_to=filters.date_to or self.date_to,
+            people=list(filters.people) or list(self.people),
+            tags=list(filters.tags) or list(self.tags),
+            entity=filters.entity or self.entity,
+            domain=filters.domain or self.domain,
+        )
+
+
+# -- dates -------------------------------------------------------------------------------------
+
+
+def _month_range(year: int, month: int) -> tuple[dt.date, dt.date]:
+    return dt.date(year, month, 1), dt.date(year, month, calendar.monthrange(year, month)[1])
+
+
+def _shift_months(day: dt.date, months: int) -> dt.date:
+    index = day.year * 12 + day.month - 1 - months
+    year, month = divmod(index, 12)
+    return dt.date(year, month + 1, min(day.day, calendar.monthrange(year, month + 1)[1]))
+
+
+def _number(text: str) -> int:
+    text = text.lower().strip()
+    return int(text) if text.isdigit() else _NUM_WORDS.get(text, 1)
+
+
+def _period(expr: str, today: dt.date) -> tuple[dt.date, dt.date] | None:
+    """The dates one expression names: a weekday, a month (with or without year), a year, a day."""
+    expr = expr.strip().lower().rstrip("?.!,")
+    if expr == "today":
+        return today, today
+    if expr == "yesterday":
+        day = today - dt.timedelta(days=1)
+        return day, day
+    if m := re.fullmatch(r"(\d{4})-(\d{1,2})-(\d{1,2})", expr):
+        try:
+            day = dt.date(int(m[1]), int(m[2]), int(m[3]))
+        except ValueError:
+            return None
+        return day, day
+    if m := re.fullmatch(r"(\d{4})-(\d{1,2})", expr):
+        if 1 <= int(m[2]) <= 12:
+            return _month_range(int(m[1]), int(m[2]))
+        return None
+    if expr in WEEKDAYS:
+        back = (today.weekday() - WEEKDAYS[expr]) % 7
+        day = today - dt.timedelta(days=back)
+        return day, day
+    if m := re.fullmatch(rf"(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+)?({_MONTH_RE})\.?(?:\s+(\d{{1,2}})(?:st|nd|rd|th)?)?,?(?:\s+(\d{{4}}))?", expr):
+        month = MONTHS[m[2]]
+        day_of_month = m[1] or m[3]
+        # Without a year, the most recent such month: "in March" asked in February is last March.
+        recent = today.year if month <= today.month else today.year - 1
+        year = int(m[4]) if m[4] else recent
+        if day_of_month:
+            try:
+                day = dt.date(year, month, int(day_of_month))
+            except ValueError:
+                return None
+            return day, day
+        return _month_range(year, month)
+    if m := re.fullmatch(r"(\d{4})", expr):
+        year = int(m[1])
+        if 1900 <= year <= 2200:
+            return dt.date(year, 1, 1), dt.date(year, 12, 31)
+    return None
+
+
+_EXPR = rf"(?:today|yesterday|\d{{4}}-\d{{1,2}}(?:-\d{{1,2}})?|{_WEEKDAY_RE}|(?:\d{{1,2}}(?:st|nd|rd|th)?\s+)?(?:{_MONTH_RE})\.?(?:\s+\d{{1,2}}(?:st|nd|rd|th)?)?,?(?:\s+\d{{4}})?|\d{{4}})"
+
+
+def parse_dates(text: str, today: dt.date) -> tuple[dt.date | None, dt.date | None, str]:
+    """A date range from phrases such as "last 6 months", "in March 2024", "since Monday".
+
+    Returns ``(date_from, date_to, phrase)``; open ends are None. Relative to ``today``.
+    """
+    low = text.lower()
+
+    def found(match, start, end):
+        return start, end, match.group(0).strip()
+
+    if m := re.search(rf"\bbetween\s+({_EXPR})\s+and\s+({_EXPR})\b", low) or re.search(
+        rf"\bfrom\s+({_EXPR})\s+(?:to|until|till|through)\s+({_EXPR})\b", low
+    ):
+        a, b = _period(m[1], today), _period(m[2], today)
+        if a and b:
+            return found(m, min(a[0], b[0]), max(a[1], b[1]))
+    if m := re.search(rf"\b(?:in\s+)?(?:the\s+)?(?:last|past|previous)\s+({_NUM_RE})\s+(day|week|month|year)s?\b", low):
+        n, unit = _number(m[1]), m[2]
+        start = _shift_months(today, n * (12 if unit == "year" else 1)) if unit in ("month", "year") else today - dt.timedelta(days=n * UNITS[unit])
+        return found(m, start, today)
+    if m := re.search(r"\b(?:in\s+)?the\s+(?:last|past)\s+(day|week|month|year)\b|\bpast\s+(day|week|month|year)\b", low):
+        unit = m[1] or m[2]
+        start = _shift_months(today, 12 if unit == "year" else 1) if unit in ("month", "year") else today - dt.timedelta(days=UNITS[unit])
+        return found(m, start, today)
+    if m := re.search(rf"\b({_NUM_RE})\s+(day|week|month|year)s?\s+ago\b", low):
+        n, unit = _number(m[1]), m[2]
+        if unit in ("month", "year"):
+            start = _shift_months(today, n * (12 if unit == "year" else 1))
+            end = _shift_months(start, -1 if unit == "month" else -12) - dt.timedelta(days=1)
+        else:
+            start = today - dt.timedelta(days=n * UNITS[unit])
+            end = start + dt.timedelta(days=UNITS[unit] - 1)
+        return found(m, start, min(end, today))
+    if m := re.search(r"\b(this|last)\s+(week|month|year)\b", low):
+        which, unit = m[1], m[2]
+        if unit == "week":
+            monday = today - dt.timedelta(days=today.weekday())
+            return found(m, monday, today) if which == "this" else found(m, monday - dt.timedelta(days=7), monday - dt.timedelta(days=1))
+        if unit == "month":
+            if which == "this":
+                return found(m, today.replace(day=1), today)
+            first = _shift_months(today.replace(day=1), 1)
+            return found(m, *_month_range(first.year, first.month))
+        if which == "this":
+            return found(m, dt.date(today.year, 1, 1), today)
+        return found(m, dt.date(today.year - 1, 1, 1), dt.date(today.year - 1, 12, 31))
+    if m := re.search(rf"\b(?:since|after)\s+(?:last\s+)?({_EXPR})\b", low):
+        period = _period(m[1], today)
+        if period:
+            is_after = m.group(0).startswith("after")
+            start = period[1] + dt.timedelta(days=1) if is_after else period[0]
+            if "last " in m.group(0) and m[1] in WEEKDAYS and period[0] == today:
+                start = today - dt.timedelta(days=7)
+            return found(m, start, today)
+    if m := re.search(rf"\bbefore\s+({_EXPR})\b", low):
+        period = _period(m[1], today)
+        if period:
+            return found(m, None, period[0] - dt.timedelta(days=1))
+    if m := re.search(rf"\b(?:in|during|on|for)\s+({_EXPR})\b", low):
+        period = _period(m[1], today)
+        if period and not (m[1] in WEEKDAYS and "on" not in m.group(0)):
+            return found(m, *period)
+    if m := re.search(r"\b(today|yesterday)\b", low):
+        return found(m, *_period(m[1], today))
+    if m := re.search(r"\b(\d{4}-\d{2}-\d{2})\b", low):
+        period = _period(m[1], today)
+        if period:
+            return found(m, *period)
+    if m := re.search(r"\b(?:recently|lately)\b", low):
+        return found(m, _shift_months(today, 3), today)
+    return None, None, ""
+
+
+# -- known values ------------------------------------------------------------------------------
+
+
+def _plural_forms(value: str) -> str:
+    escaped = re.escape(value)
+    return rf"{escaped}(?:s|es)?"
+
+
+def match_values(text: str, values: list[str], *, names: bool = False) -> list[str]:
+    """Known values mentioned in ``text`` as whole words (longest first, no overlaps).
+
+    Names must appear capitalised (so "will" is not the person Will) unless the question is all
+    lower case; a multi-word name also matches by its first name when that is unambiguous.
+    """
+    found: list[str] = []
+    taken: list[tuple[int, int]] = []
+    lower_question = text == text.lower()
+    first_names: dict[str, list[str]] = {}
+    if names:
+        for value in values:
+            parts = value.split()
+            if len(parts) > 1:
+                first_names.setdefault(parts[0].lower(), []).append(value)
+    candidates = [(v, v) for v in values if len(v) >= 2]
+    candidates += [(options[0].split()[0], options[0]) for options in first_names.values() if len(options) == 1]
+    for needle, value in sorted(candidates, key=lambda c: -len(c[0])):
+        pattern = rf"(?<![\w-]){re.escape(needle) if names else _plural_forms(needle)}(?![\w-])"
+        flags = re.I if (not names or lower_question) else 0
+        for m in re.finditer(pattern, text, flags):
+            if names and not lower_question and not m.group(0)[:1].isupper():
+                continue
+            if any(m.start() < end and start < m.end() for start, end in taken):
+                continue
+            taken.append((m.start(), m.end()))
+            if value not in found:
+                found.append(value)
+            break
+    return found
+
+
+def parse_query(query: str, *, today: dt.date, facets: Facets) -> QueryAnalysis:
+    """The deterministic analyser: date phrases plus known people, tags, entities, domains."""
+    date_from, date_to, phrase = parse_dates(query, today)
+    text = re.sub(re.escape(phrase), " ", query, flags=re.I) if phrase else query
+    people = match_values(text, facets.values("people"), names=True)
+    tags = [t for t in match_values(text, facets.values("tags")) if t.lower() not in {p.lower() for p in people}]
+    entities = match_values(text, facets.values("entities"))
+    domains = [d for d in match_values(text, facets.values("domains")) if len(d) >= 3]
+    return QueryAnalysis(
+        date_from=date_from,
+        date_to=date_to,
+        date_phrase=phrase,
+        people=people,
+        tags=tags,
+        entity=entities[0] if len(entities) == 1 else None,
+        domain=domains[0] if len(domains) == 1 else None,
+        counting=bool(COUNTING_RE.search(query)),
+        source="parser",
+    )
+
+
+# -- the LLM analyser --------------------------------------------------------------------------
+
+ANALYSIS_SCHEMA = {
+    "title": "query_filters",
+    "type": "object",
+    "properties": {
+        "date_from": {"type": ["string", "null"], "description": "YYYY-MM-DD or null"},
+        "date_to": {"type": ["string", "null"], "description": "YYYY-MM-DD or null"},
+        "people": {"type": "array", "items": {"type": "string"}},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "entity": {"type": ["string", "null"]},
+        "domain": {"type": ["string", "null"]},
+        "counting": {"type": "boolean"},
+    },
+    "required": ["date_from", "date_to", "people", "tags", "entity", "domain", "counting"],
+    "additionalProperties": False,
+}
+
+
+def _analysis_messages(query: str, today: dt.date, facets: Facets) -> list[dict]:
+    def known(kind: str, limit: int = 150) -> str:
+        values = facets.values(kind)[:limit]
+        return json.dumps(values, ensure_ascii=False) if values else "[]"
+
+    system = (
+        "You turn a question about the user's notes into search filters. Reply with JSON only.\n"
+        f"Today is {today.isoformat()} ({today.strftime('%A')}). Resolve relative dates "
+        '("last 6 months", "in March", "since Monday") to date_from/date_to (YYYY-MM-DD, inclusive); '
+        "null when the question names no time.\n"
+        "people, tags, entity and domain must be copied exactly from the known values below, and only "
+        "when the question refers to them; otherwise leave them empty or null.\n"
+        "counting is true when the question asks how many times / how often something happened.\n"
+        f"Known people: {known('people')}\nKnown tags: {known('tags')}\n"
+        f"Known entities: {known('entities')}\nKnown domains: {known('domains', 50)}"
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": query}]
+
+
+def _canonical(values, known: list[str]) -> list[str]:
+    index = {v.lower(): v for v in known}
+    out: list[str] = []
+    for value in values or []:
+        if isinstance(value, str) and value.strip().lower() in index:
+            canonical = index[value.strip().lower()]
+            if canonical not in out:
+                out.append(canonical)
+    return out
+
+
+def _iso(value) -> dt.date | None:
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        return dt.date.fromisoformat(value.strip()[:10])
+    except ValueError:
+        return None
+
+
+_TEMPORAL_RE = re.compile(
+    rf"\b(?:today|yesterday|tonight|weekend|week|month|year|quarter|days?|ago|since|before|after|"
+    rf"recent|recently|lately|between|during|until|{_MONTH_RE}|{_WEEKDAY_RE}|\d{{4}})s?\b",
+    re.I,
+)
+
+
+def _grounded(value: str, query: str) -> bool:
+    """A value the model read from the question: one of its words (3+ letters) is in it.
+
+    Small models map "closures" to a random known entity; a value must come from the question.
+    """
+    from rag.llm.extractive import content_terms
+
+    asked = content_terms(query)
+    return any(term in asked for term in content_terms(value) if len(term) >= 3)
+
+
+def llm_analyse(query: str, *, today: dt.date, facets: Facets, llm: LLMProvider, timeout: float | None = None) -> QueryAnalysis:
+    """Ask ``llm`` for the filters; values not in the facets are dropped. Raises LLMError."""
+    completion = llm.complete(
+        messages=_analysis_messages(query, today, facets),
+        max_tokens=300,
+        temperature=0.0,
+        json_schema=ANALYSIS_SCHEMA,
+        timeout=timeout,
+    )
+    try:
+        data = json.loads(completion.text)
+    except ValueError as exc:
+        raise LLMError(f"query analysis returned invalid JSON: {completion.text[:200]!r}") from exc
+    if not isinstance(data, dict):
+        raise LLMError("query analysis did not return a JSON object")
+    date_from, date_to = _iso(data.get("date_from")), _iso(data.get("date_to"))
+    if date_from and date_to and date_from > date_to:
+        date_from, date_to = date_to, date_from
+    if not _TEMPORAL_RE.search(query):  # dates only when the question speaks of time
+        date_from = date_to = None
+
+    def grounded(values: list[str]) -> list[str]:
+        return [v for v in values if _grounded(v, query)]
+
+    entity = grounded(_canonical([data.get("entity")], facets.values("entities")))
+    domain = grounded(_canonical([data.get("domain")], facets.values("domains")))
+    return QueryAnalysis(
+        date_from=date_from,
+        date_to=date_to,
+        date_phrase="" if not (date_from or date_to) else "(model)",
+        people=grounded(_canonical(data.get("people"), facets.values("people"))),
+        tags=grounded(_canonical(data.get("tags"), facets.values("tags"))),
+        entity=entity[0] if entity else None,
+        domain=domain[0] if domain else None,
+        counting=bool(data.get("counting")) or bool(COUNTING_RE.search(query)),
+        source="llm",
+        model=completion.model,
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+        cost_usd=completion.cost_usd,
+    )
+
+
+def analyse_query(
+    query: str, *, today: dt.date, facets: Facets, llm: LLMProvider | None = None, timeout: float | None = None
+) -> QueryAnalysis:
+    """The LLM analyser when a generative model is given, the parser otherwise or on failure."""
+    if llm is not None and getattr(llm, "generative", False):
+        try:
+            return llm_analyse(query, today=today, facets=facets, llm=llm, timeout=timeout)
+        except LLMError as exc:
+            logger.warning("query analysis by %s failed, using the parser: %s", getattr(llm, "name", "?"), exc)
+            parsed = parse_query(query, today=today, facets=facets)
+            parsed.error = f"llm analysis failed: {exc}"[:300]
+            return parsed
+    return parse_query(query, today=today, facets=facets)

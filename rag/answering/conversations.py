@@ -1,0 +1,111 @@
+"""Conversation follow-ups: decide whether a question needs a new search (seed 003).
+
+State lives in ``Interaction`` rows (``filters["conversation_id"]``), so a conversation survives
+restarts and needs no table of its own. Strategies:
+
+- ``NO_RAG``: a transformation of the last answer ("summarize that", "in bullet points") —
+  no search; the last answer and the sources it cited are the context.
+- ``REUSE``: more on the same topic ("tell me more", "why?") with unchanged filters — no search;
+  every source the last answer was given is reused and what was already said is not repeated.
+- ``NEW_QUERY``: anything else, and always when the explicit filters changed.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from feedback.models import Interaction
+
+NO_RAG = "NO_RAG"
+REUSE = "REUSE"
+NEW_QUERY = "NEW_QUERY"
+STRATEGIES = (NO_RAG, REUSE, NEW_QUERY)
+
+CONVERSATION_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+_TRANSFORM_RE = re.compile(
+    r"^\s*(?:(?:can|could) you\s+|please\s+)?(?:summari[sz]e|sum (?:it|that|this) up|shorten|simplify|rephrase|"
+    r"reword|translate|condense|paraphrase|tl;?dr|make (?:it|that|this) (?:shorter|simpler|clearer)|"
+    r"(?:put|write|list) (?:it|that|this) (?:in|as)|in (?:bullet points|one sentence|short|a table)|"
+    r"explain (?:it|that|this)(?: again| simply| like)?\b|what do you mean)",
+    re.I,
+)
+_MORE_RE = re.compile(
+    r"\b(?:tell me more|more (?:about|on|details?)|go on|continue|what else|anything else|keep going|"
+    r"expand on|elaborate|(?:any|some) more|say more|and then)\b|^\s*(?:why|how so|really|such as|"
+    r"for example|example|like what)\s*\??\s*$",
+    re.I,
+)
+_ANAPHORA_RE = re.compile(r"\b(?:that|this|it|those|these|them|they|he|she|his|her|there)\b", re.I)
+
+
+@dataclass
+class Exchange:
+    """One earlier question and answer of the conversation."""
+
+    interaction_id: int
+    query: str
+    topic: str
+    answer: str
+    retrieved: list[dict]
+    cited: list[str]
+    request_filters: dict
+    strategy: str
+
+
+@dataclass
+class Conversation:
+    id: str
+    exchanges: list[Exchange] = field(default_factory=list)  # oldest first
+
+    @property
+    def last(self) -> Exchange | None:
+        return self.exchanges[-1] if self.exchanges else None
+
+
+def new_conversation_id() -> str:
+    return uuid.uuid4().hex
+
+
+def conversation_load(*, conversation_id: str, user, limit: int = 3) -> Conversation:
+    """The last ``limit`` exchanges of ``user``'s conversation (another user's id finds nothing)."""
+    qs = Interaction.objects.filter(kind=Interaction.Kind.ASK, filters__conversation_id=conversation_id)
+    qs = qs.filter(user=user) if getattr(user, "is_authenticated", False) else qs.filter(user__isnull=True)
+    rows = list(qs.order_by("-created_at", "-id")[:limit])
+    exchanges = [
+        Exchange(
+            interaction_id=row.pk,
+            query=row.query,
+            topic=row.filters.get("topic") or row.query,
+            answer=row.answer,
+            retrieved=row.retrieved or [],
+            cited=row.selected or [],
+            request_filters=row.filters.get("request") or {},
+            strategy=row.strategy,
+        )
+        for row in reversed(rows)
+        if not row.filters.get("error")
+    ]
+    return Conversation(id=conversation_id, exchanges=exchanges)
+
+
+def choose_strategy(*, question: str, conversation: Conversation, request_filters: dict) -> str:
+    """NO_RAG, REUSE or NEW_QUERY for ``question`` given the conversation so far."""
+    last = conversation.last
+    if last is None or not last.retrieved:
+        return NEW_QUERY
+    if request_filters != last.request_filters:
+        return NEW_QUERY
+    if _TRANSFORM_RE.search(question):
+        return NO_RAG
+    if _MORE_RE.search(question):
+        return REUSE
+    # A short question that only points back ("when was that?") stays on the same sources.
+    from rag.llm.extractive import content_terms
+
+    new_terms = content_terms(question) - content_terms(f"{last.topic} {last.query} {last.answer}")
+    if _ANAPHORA_RE.search(question) and not new_terms and len(question.split()) <= 8:
+        return REUSE
+    return NEW_QUERY

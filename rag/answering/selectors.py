@@ -1,0 +1,182 @@
+"""Reads for answering: the facet (metadata value) cache, metadata counts, chunks by uid.
+
+Every query carries the caller's ``Scope`` in its SQL, so a user never learns a name, a tag or
+a count from a chunk they may not see. Facets are cached per scope (Django's cache framework).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+
+from rag.acl import Scope
+from rag.search import _HIT_COLUMNS, _HIT_FIELDS, Hit, SearchFilters
+from rag.search import _filter_sql as search_filter_sql  # the same WHERE the search applies
+
+logger = logging.getLogger(__name__)
+
+FACET_LIMIT = 500
+
+
+@dataclass
+class Facets:
+    """Distinct metadata values a scope can see, each with its number of source documents."""
+
+    collections: list[dict]
+    domains: list[dict]
+    people: list[dict]
+    tags: list[dict]
+    entities: list[dict]
+    date_min: str | None = None
+    date_max: str | None = None
+
+    def values(self, kind: str) -> list[str]:
+        return [row["value"] for row in getattr(self, kind)]
+
+    def as_dict(self) -> dict:
+        return {
+            "collections": self.collections,
+            "domains": self.domains,
+            "people": self.people,
+            "tags": self.tags,
+            "entities": self.entities,
+            "date_min": self.date_min,
+            "date_max": self.date_max,
+        }
+
+
+def _scope_key(scope: Scope, collections: list[str] | None) -> str:
+    raw = f"{scope.staff}|{sorted(scope.project_ids)}|{scope.owner_hash}|{sorted(collections or [])}"
+    return "knowhub:facets:" + hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+_DOC = "count(DISTINCT (c.collection, c.source_type, c.source_id))"
+
+
+def _rows(sql: str, params: dict) -> list[dict]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [{"value": value, "count": int(count)} for value, count in cursor.fetchall() if value]
+
+
+def facet_values(*, scope: Scope, collections: list[str] | None = None, use_cache: bool = True) -> Facets:
+    """People, tags, entities, domains and collections the scope can see (cached per scope)."""
+    key = _scope_key(scope, collections)
+    if use_cache:
+        cached = cache.get(key)
+        if cached is not None:
+            return Facets(**cached)
+    where, params = search_filter_sql(SearchFilters(collections=collections or None), scope)
+    params["lim"] = FACET_LIMIT
+
+    def array_facet(field: str) -> list[dict]:
+        return _rows(
+            f"""SELECT min(v) AS value, {_DOC}
+                FROM rag_chunk c, LATERAL jsonb_array_elements_text(
+                    CASE WHEN jsonb_typeof(c.metadata->'{field}') = 'array' THEN c.metadata->'{field}'
+                         WHEN jsonb_typeof(c.metadata->'{field}') = 'string' THEN jsonb_build_array(c.metadata->'{field}')
+                         ELSE '[]'::jsonb END) AS v
+                WHERE {where} GROUP BY lower(v) ORDER BY 2 DESC, 1 LIMIT %(lim)s""",
+            params,
+        )
+
+    people = array_facet("people")
+    tags = array_facet("tags")
+    entities = _rows(
+        f"""SELECT min(c.metadata->>'entity'), {_DOC} FROM rag_chunk c
+            WHERE {where} AND coalesce(c.metadata->>'entity', '') <> ''
+            GROUP BY lower(c.metadata->>'entity') ORDER BY 2 DESC, 1 LIMIT %(lim)s""",
+        params,
+    )
+    domains = _rows(
+        f"""SELECT c.domain, {_DOC} FROM rag_chunk c WHERE {where} AND c.domain <> ''
+            GROUP BY c.domain ORDER BY 2 DESC, 1 LIMIT %(lim)s""",
+        params,
+    )
+    collections_rows = _rows(
+        f"""SELECT c.collection, {_DOC} FROM rag_chunk c WHERE {where}
+            GROUP BY c.collection ORDER BY 1 LIMIT %(lim)s""",
+        params,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT min(c.date), max(c.date) FROM rag_chunk c WHERE {where}", params)
+        date_min, date_max = cursor.fetchone()
+    facets = Facets(
+        collections=collections_rows,
+        domains=domains,
+        people=people,
+        tags=tags,
+        entities=entities,
+        date_min=date_min.isoformat() if date_min else None,
+        date_max=date_max.isoformat() if date_max else None,
+    )
+    cache.set(key, facets.as_dict(), settings.KNOWHUB_FACET_CACHE_SECONDS)
+    return facets
+
+
+@dataclass
+class SourceCount:
+    """How many source documents match some filters, and the dates they span."""
+
+    sources: int
+    first_date: dt.date | None
+    last_date: dt.date | None
+    dates: list[dt.date]
+
+
+def count_sources(*, scope: Scope, filters: SearchFilters) -> SourceCount:
+    """Distinct source documents (a journal entry, a meeting) matching ``filters`` in ``scope``."""
+    where, params = search_filter_sql(filters, scope)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT c.collection, c.source_type, c.source_id, min(c.date)
+                FROM rag_chunk c WHERE {where}
+                GROUP BY c.collection, c.source_type, c.source_id""",
+            params,
+        )
+        rows = cursor.fetchall()
+    dates = sorted(row[3] for row in rows if row[3])
+    return SourceCount(
+        sources=len(rows), first_date=dates[0] if dates else None, last_date=dates[-1] if dates else None, dates=dates
+    )
+
+
+def chunks_by_uid(*, scope: Scope, uids: list[str], scores: dict[str, dict] | None = None) -> list[Hit]:
+    """Live chunks with these uids that ``scope`` may see, in the order of ``uids``.
+
+    Follow-up answers reuse earlier context this way: the ACL is checked again, so a chunk that
+    was deleted or made private since is dropped rather than quoted.
+    """
+    if not uids:
+        return []
+    acl_sql, acl_params = scope.sql("c")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {_HIT_COLUMNS} FROM rag_chunk c WHERE c.chunk_uid = ANY(%s) AND c.deleted_at IS NULL AND {acl_sql}",
+            [list(uids), *acl_params],
+        )
+        columns = [col.name for col in cursor.description]
+        rows = {r["chunk_uid"]: r for r in (dict(zip(columns, row, strict=True)) for row in cursor.fetchall())}
+    hits = []
+    scores = scores or {}
+    for uid in uids:
+        row = rows.get(uid)
+        if row is None:
+            continue
+        s = scores.get(uid, {})
+        hits.append(
+            Hit(
+                **{k: row[k] for k in _HIT_FIELDS},
+                vec_score=float(s.get("vec_score", 0.0)),
+                txt_score=float(s.get("txt_score", 0.0)),
+                score=float(s.get("score", 0.0)),
+                rank=len(hits) + 1,
+            )
+        )
+    return hits

@@ -1,0 +1,83 @@
+"""The one prompt layout every provider receives: numbered sources, then the question.
+
+Sources are written as ``<source id="n" …>text</source>`` blocks. LLMs read that layout well,
+and the extractive answerer parses it back with ``parse_user_prompt`` — so the pipeline hands
+the same messages to every provider and never special-cases the offline one.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+
+
+@dataclass
+class ContextSource:
+    """One numbered source as the model sees it."""
+
+    n: int
+    title: str
+    text: str
+    date: str = ""
+    breadcrumb: str = ""
+
+
+_SOURCE_RE = re.compile(r'<source id="(\d+)"([^>]*)>\n?(.*?)\n?</source>', re.S)
+_ATTR_RE = re.compile(r'(\w+)="([^"]*)"')
+_QUESTION_RE = re.compile(r"<question>\n?(.*?)\n?</question>", re.S)
+_TOPIC_RE = re.compile(r"<topic>(.*?)</topic>", re.S)
+
+
+def _attr(value: str) -> str:
+    return html.escape(value.replace("\n", " "), quote=True)
+
+
+def format_user_prompt(
+    *, question: str, sources: list[ContextSource], notes: list[str] | None = None, focus: str = ""
+) -> str:
+    """The user message: sources, optional notes, the conversation's topic, then the question.
+
+    ``focus`` is what the sources were retrieved for (the earlier question when a follow-up such
+    as "tell me more" reuses them); a model reads it as the topic, the extractive answerer scores
+    sentences against it.
+    """
+    parts = ["<sources>"]
+    for src in sources:
+        attrs = f'title="{_attr(src.title)}"'
+        if src.date:
+            attrs += f' date="{_attr(src.date)}"'
+        if src.breadcrumb:
+            attrs += f' path="{_attr(src.breadcrumb)}"'
+        body = src.text.replace("</source", "</ source")
+        parts.append(f'<source id="{src.n}" {attrs}>\n{body}\n</source>')
+    parts.append("</sources>")
+    for note in notes or []:
+        parts.append(f"<note>{note}</note>")
+    if focus and focus.strip() != question.strip():
+        parts.append(f"<topic>{html.escape(focus)}</topic>")
+    parts.append(f"<question>\n{question.replace('</question', '</ question')}\n</question>")
+    return "\n".join(parts)
+
+
+def parse_user_prompt(text: str) -> tuple[str, list[ContextSource], str]:
+    """The question, sources and topic of a message written by ``format_user_prompt``."""
+    sources = []
+    head = text.rsplit("</sources>", 1)[0] if "</sources>" in text else ""
+    for match in _SOURCE_RE.finditer(head):
+        attrs = {k: html.unescape(v) for k, v in _ATTR_RE.findall(match.group(2))}
+        sources.append(
+            ContextSource(
+                n=int(match.group(1)),
+                title=attrs.get("title", ""),
+                date=attrs.get("date", ""),
+                breadcrumb=attrs.get("path", ""),
+                text=match.group(3).replace("</ source", "</source"),
+            )
+        )
+    tail = text.rsplit("</sources>", 1)[-1]
+    q = _QUESTION_RE.search(tail)
+    question = q.group(1).replace("</ question", "</question") if q else text
+    t = _TOPIC_RE.search(tail)
+    topic = html.unescape(t.group(1)) if t else ""
+    return question.strip(), sources, topic

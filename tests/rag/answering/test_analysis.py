@@ -1,0 +1,115 @@
+"""Query analysis: the deterministic parser, and the LLM analyser's output held to the same shape."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from rag.answering.analysis import analyse_query, match_values, parse_dates, parse_query
+from rag.answering.selectors import Facets
+from rag.llm import get_llm
+from tests.rag.answering.fake_openai import FakeOpenAI, use_fake
+
+TODAY = dt.date(2025, 6, 12)  # a Thursday
+D = dt.date
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("what did I write in the last 6 months", D(2024, 12, 12), TODAY),
+        ("meetings in March 2024", D(2024, 3, 1), D(2024, 3, 31)),
+        ("anything since Monday?", D(2025, 6, 9), TODAY),
+        ("notes from last week", D(2025, 6, 2), D(2025, 6, 8)),
+        ("what happened this year", D(2025, 1, 1), TODAY),
+        ("what happened last month", D(2025, 5, 1), D(2025, 5, 31)),
+        ("trips in March", D(2025, 3, 1), D(2025, 3, 31)),
+        ("trips in September", D(2024, 9, 1), D(2024, 9, 30)),  # the most recent September
+        ("books I read in 2023", D(2023, 1, 1), D(2023, 12, 31)),
+        ("between January 2024 and March 2024", D(2024, 1, 1), D(2024, 3, 31)),
+        ("over the past two weeks", D(2025, 5, 29), TODAY),
+        ("what did I do yesterday", D(2025, 6, 11), D(2025, 6, 11)),
+        ("the meeting on 2024-03-05", D(2024, 3, 5), D(2024, 3, 5)),
+        ("anything before 2024-05-01", None, D(2024, 4, 30)),
+        ("since March 2025", D(2025, 3, 1), TODAY),
+    ],
+)
+def test_date_phrases_resolve_relative_to_today(text, start, end):
+    got_start, got_end, phrase = parse_dates(text, TODAY)
+    assert (got_start, got_end) == (start, end)
+    assert phrase
+
+
+@pytest.mark.parametrize("text", ["may I ask about closures?", "what is a closure", "list 2 examples of promises"])
+def test_questions_without_time_get_no_dates(text):
+    assert parse_dates(text, TODAY) == (None, None, "")
+
+
+def test_known_names_match_capitalised_and_by_unambiguous_first_name():
+    people = ["Leo Martin", "Will", "Ana"]
+    assert match_values("How many times did I meet Leo this year?", people, names=True) == ["Leo Martin"]
+    assert match_values("what will Ana say", people, names=True) == ["Ana"]  # "will" is not Will
+    assert match_values("dinner with ana and will", people, names=True) == ["Will", "Ana"]  # all lower case
+
+
+def test_tags_match_plural_forms_and_whole_words_only():
+    assert match_values("dinners at restaurants", ["restaurant", "dinner", "rest"]) == ["restaurant", "dinner"]
+
+
+FACETS = Facets(
+    collections=[],
+    domains=[{"value": "javascript", "count": 3}],
+    people=[{"value": "Leo", "count": 4}, {"value": "Ana", "count": 2}],
+    tags=[{"value": "climbing", "count": 2}],
+    entities=[{"value": "Aurora Fund", "count": 1}],
+)
+
+
+def test_parser_turns_a_counting_question_into_filters():
+    a = parse_query("How many times did I meet Leo this year?", today=TODAY, facets=FACETS)
+    assert (a.people, a.date_from, a.date_to, a.counting, a.source) == (["Leo"], D(2025, 1, 1), TODAY, True, "parser")
+    b = parse_query("What did the Aurora Fund managers say about javascript climbing?", today=TODAY, facets=FACETS)
+    assert (b.entity, b.domain, b.tags, b.counting) == ("Aurora Fund", "javascript", ["climbing"], False)
+
+
+def test_llm_analysis_has_the_parser_shape_and_drops_invented_values(settings):
+    analysis = {
+        "date_from": "2025-01-01", "date_to": "2025-06-12", "people": ["leo", "Zorro"], "tags": [],
+        "entity": None, "domain": "cobol", "counting": True,
+    }  # fmt: skip
+    with FakeOpenAI(analysis=analysis) as fake:
+        use_fake(settings, fake)
+        a = analyse_query("how often did I see Leo this year", today=TODAY, facets=FACETS, llm=get_llm())
+        sent = fake.requests[0]
+    assert a.source == "llm"
+    assert a.people == ["Leo"]  # canonical spelling; "Zorro" is not a known value
+    assert a.domain is None  # "cobol" is not a known domain
+    assert (a.date_from, a.date_to, a.counting) == (D(2025, 1, 1), TODAY, True)
+    assert (a.prompt_tokens, a.completion_tokens) == (120, 30)
+    assert a.cost_usd == pytest.approx((120 * 1.0 + 30 * 2.0) / 1e6)
+    assert set(a.as_dict()) == set(parse_query("x", today=TODAY, facets=FACETS).as_dict())
+    system = sent["messages"][0]["content"]
+    assert "2025-06-12" in system and "Leo" in system and "Aurora Fund" in system
+    assert sent["response_format"]["type"] == "json_schema"
+
+
+def test_llm_analysis_failure_falls_back_to_the_parser(settings):
+    with FakeOpenAI(mode="error") as fake:
+        use_fake(settings, fake)
+        a = analyse_query("How many times did I meet Leo this year?", today=TODAY, facets=FACETS, llm=get_llm())
+    assert a.source == "parser" and a.people == ["Leo"] and a.counting
+    assert "llm analysis failed" in a.error
+
+
+def test_llm_values_not_grounded_in_the_question_are_dropped(settings):
+    # What a 135M-parameter model really answered for "What is a closure in JavaScript?".
+    analysis = {
+        "date_from": "2025-06-12", "date_to": "2025-06-12", "people": ["Ana"], "tags": ["climbing"],
+        "entity": "Aurora Fund", "domain": "javascript", "counting": False,
+    }  # fmt: skip
+    with FakeOpenAI(analysis=analysis) as fake:
+        use_fake(settings, fake)
+        a = analyse_query("What is a closure in JavaScript?", today=TODAY, facets=FACETS, llm=get_llm())
+    assert (a.date_from, a.date_to, a.people, a.tags, a.entity) == (None, None, [], [], None)
+    assert a.domain == "javascript"  # this one the question does name

@@ -1,0 +1,93 @@
+"""The extractive answerer (real all-MiniLM-L6-v2): quotes the right sentences, cites them, and
+says so when nothing is relevant."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from rag.llm import Completion, get_chat_llm, get_llm
+from rag.llm.context import ContextSource, format_user_prompt, parse_user_prompt
+from rag.llm.extractive import ExtractiveLLM, split_sentences
+from tests.rag.answering.conftest import COURSE, MEETINGS
+
+SOURCES = [ContextSource(n=i, title=t, text=txt) for i, (_, t, _, txt) in enumerate(COURSE, start=1)] + [
+    ContextSource(n=len(COURSE) + i, title=e, text=txt, date="2025-03-01") for i, (_, _, e, txt) in enumerate(MEETINGS, start=1)
+]
+
+
+def run(question, sources=SOURCES, history=None, topic=""):
+    llm = ExtractiveLLM()
+    messages = [{"role": "system", "content": "x"}, *(history or [])]
+    messages.append({"role": "user", "content": format_user_prompt(question=question, sources=sources, focus=topic)})
+    parts = list(llm.stream(messages=messages))
+    assert isinstance(parts[-1], Completion)
+    deltas = parts[:-1]
+    assert all(isinstance(d, str) for d in deltas)
+    return deltas, parts[-1].text
+
+
+def sentences_with_citations(text):
+    return re.findall(r"([^.\n]+?) \[(\d+)\][.!?]?", text)
+
+
+def test_default_llm_is_the_extractive_one_and_offline_there_is_no_chat_llm():
+    assert get_llm().name == "extractive" and get_llm().generative is False
+    assert get_chat_llm() is None
+
+
+def test_prompt_layout_round_trips():
+    prompt = format_user_prompt(question='What is <b>"it"</b>?', sources=SOURCES[:2], focus="closures")
+    question, sources, topic = parse_user_prompt(prompt)
+    assert question == 'What is <b>"it"</b>?' and topic == "closures"
+    assert [(s.n, s.title, s.text) for s in sources] == [(s.n, s.title, s.text) for s in SOURCES[:2]]
+
+
+def test_quotes_the_answering_sentences_each_with_its_source(local_embedder):
+    deltas, text = run("What is a closure in JavaScript?")
+    assert len(deltas) > 1  # streamed sentence by sentence
+    cited = sentences_with_citations(text)
+    assert cited and {n for _, n in cited} == {"1"}  # only the Closures page
+    assert text.startswith("A closure is a function bundled together")
+    for sentence, n in cited:
+        assert sentence.strip() in SOURCES[int(n) - 1].text
+
+
+def test_groups_by_source_and_keeps_document_order(local_embedder):
+    _, text = run("What does a promise represent and what are its states?")
+    cited = sentences_with_citations(text)
+    assert {n for _, n in cited} == {"2"}
+    positions = [SOURCES[1].text.index(s.strip()) for s, _ in cited]
+    assert positions == sorted(positions)
+
+
+def test_says_plainly_when_nothing_is_relevant(local_embedder):
+    _, text = run("What is the capital of Peru?")
+    assert text == "I found nothing relevant to “What is the capital of Peru?” in the sources you can see."
+    _, empty = run("What is a closure?", sources=[])
+    assert empty.startswith("I found nothing relevant")
+
+
+def test_tell_me_more_does_not_repeat_what_was_said(local_embedder):
+    _, first = run("What is a closure in JavaScript?")
+    history = [{"role": "user", "content": "What is a closure in JavaScript?"}, {"role": "assistant", "content": first}]
+    _, more = run("tell me more", history=history, topic="What is a closure in JavaScript?")
+    first_sentences = {s.strip() for s, _ in sentences_with_citations(first)}
+    more_sentences = {s.strip() for s, _ in sentences_with_citations(more)}
+    assert more_sentences and not (first_sentences & more_sentences)
+
+
+def test_cannot_do_structured_output():
+    from rag.llm import LLMError
+
+    with pytest.raises(LLMError):
+        ExtractiveLLM().complete(messages=[{"role": "user", "content": "x"}], json_schema={"type": "object"})
+
+
+def test_sentence_splitting_reads_notes_as_prose():
+    text = "type:: [[Feature]]\ndescription:: Cards are blocks that are meant for memorization\n- ## Usage\n\t- Add `#card` to a [[block]] to make it a card. See ((6103e488-22d4-4751-b27a-69b278067c26)) too.\n```js\nconst x = 1; // code is never quoted\n```"
+    assert split_sentences(text) == [
+        "Cards are blocks that are meant for memorization",
+        "Add `#card` to a block to make it a card.",
+    ]
