@@ -1,6 +1,7 @@
 """Top-level routes: each app contributes its own ``urls.py``."""
 
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -9,6 +10,8 @@ from rag.views import ask_page
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("health", HealthApi.as_view(), name="health"),
     path("", include("ingestion.urls")),  # /notion/ingest, /ingest/documents, /rag/reindex
     path("rag/", include("feedback.urls")),  # /rag/feedback, /rag/feedback/click

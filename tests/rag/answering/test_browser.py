@@ -56,7 +56,7 @@ def login(browser, live_server, user):
     from selenium.webdriver.common.by import By
 
     browser.get(f"{live_server.url}/")
-    assert "/admin/login/" in browser.current_url  # the page requires a login
+    assert "/login/" in browser.current_url  # the page requires a login
     client = Client()
     client.force_login(user)
     cookie = client.cookies[settings.SESSION_COOKIE_NAME]

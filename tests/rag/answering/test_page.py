@@ -9,7 +9,7 @@ pytestmark = pytest.mark.django_db
 
 def test_anonymous_visitors_are_sent_to_the_login_page(client):
     r = client.get("/")
-    assert r.status_code == 302 and r["Location"].startswith("/admin/login/?next=/")
+    assert r.status_code == 302 and r["Location"].startswith("/login/?next=/")
 
 
 def test_page_offers_the_callers_filters_and_models(client, corpus, user):
@@ -18,3 +18,13 @@ def test_page_offers_the_callers_filters_and_models(client, corpus, user):
     for needle in ('id="question"', 'id="stop-btn"', 'value="extractive"', 'value="journal"', 'value="Aurora Fund"', 'value="Leo"', 'name="csrf-token"', "/rag/ask/stream"):
         assert needle in html, needle
     assert "secret" not in html and "Mirela" not in html and "Okafor" not in html
+
+
+def test_a_regular_user_signs_in_on_the_site_login_and_lands_on_the_ask_page(client, django_user_model):
+    django_user_model.objects.create_user(username="reader", password="pw-reader-123")
+    response = client.post("/login/?next=/", {"username": "reader", "password": "pw-reader-123", "next": "/"})
+    assert response.status_code == 302 and response["Location"] == "/"
+    page = client.get("/")
+    assert page.status_code == 200 and "reader" in page.content.decode()
+    assert client.post("/logout/").status_code == 302
+    assert client.get("/").status_code == 302
