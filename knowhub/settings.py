@@ -187,3 +187,10 @@ LOGGING = {
 KNOWHUB_HYBRID_VECTOR_WEIGHT = env.float("KNOWHUB_HYBRID_VECTOR_WEIGHT", default=0.7)
 KNOWHUB_HYBRID_TEXT_WEIGHT = env.float("KNOWHUB_HYBRID_TEXT_WEIGHT", default=0.3)
 KNOWHUB_SEARCH_CANDIDATES = env.int("KNOWHUB_SEARCH_CANDIDATES", default=100)
+
+# --- Retrieval: keyword scoring (rag/search.py) -------------------------------------------------
+# "bm25": Okapi BM25 in SQL over rag_term_stat (IDF per ACL partition); "ts_rank_cd": PostgreSQL's
+# cover-density rank (no IDF), kept for comparison. k1/b: BEIR's Anserini defaults.
+KNOWHUB_TEXT_SCORING = env("KNOWHUB_TEXT_SCORING", default="bm25")
+KNOWHUB_BM25_K1 = env.float("KNOWHUB_BM25_K1", default=0.9)
+KNOWHUB_BM25_B = env.float("KNOWHUB_BM25_B", default=0.4)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -147,63 +148,147 @@ def _filter_sql(filters: SearchFilters, scope: Scope) -> tuple[str, dict]:
     return " AND ".join(clauses), params
 
 
+def _stats_sql(filters: SearchFilters, scope: Scope) -> tuple[str, dict]:
+    """The WHERE fragment selecting the ``rag_term_stat`` partitions a search's IDF is taken over:
+    the caller's ACL partitions of the requested collections (other filters do not narrow IDF)."""
+    acl_sql, acl_params = scope.sql("s")
+    params: dict = {}
+    for i, value in enumerate(acl_params):
+        params[f"s{i}"] = value
+        acl_sql = acl_sql.replace("%s", f"%(s{i})s", 1)
+    clauses = [acl_sql]
+    if filters.collections:
+        params["s_collections"] = list(filters.collections)
+        clauses.append("s.collection = ANY(%(s_collections)s)")
+    return " AND ".join(clauses), params
+
+
 _HIT_COLUMNS = (
     "c.chunk_uid, c.title, c.content, c.url, c.collection, c.source_type, c.source_id, c.breadcrumb, "
     "c.domain, c.concepts, c.mnemonic_tags, c.code_languages, c.has_image, c.date, c.metadata"
 )
 
 
-def _candidate_sql(where: str, mode: str) -> str:
+@dataclass
+class TermWeights:
+    """The query's lexemes with their BM25 IDF over the chunks the caller may see."""
+
+    lexemes: list[str]
+    idfs: list[float]
+    avgdl: float
+    docs: int
+
+    @property
+    def tsquery(self) -> str:
+        """The OR of the lexemes as ``tsquery`` input (already stemmed: cast, don't re-parse)."""
+        quoted = ["'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in self.lexemes]
+        return " | ".join(quoted)
+
+
+def term_weights(cursor, query: str, stats_where: str, params: dict) -> TermWeights:
+    """Stem the query like the index does and look up each lexeme's document frequency.
+
+    Frequencies come from ``rag_term_stat`` restricted to the caller's ACL partitions and the
+    requested collections, so a chunk the caller cannot see never changes an IDF.
+    IDF is Lucene's ``ln(1 + (N − df + 0.5) / (df + 0.5))``; lexemes no visible chunk holds
+    are dropped (they match nothing).
+    """
+    cursor.execute(
+        f"""
+        SELECT l.lexeme, coalesce(sum(s.docs), 0), coalesce(sum(s.length), 0)
+        FROM (SELECT unnest(tsvector_to_array(to_tsvector('english', %(qtext)s))) UNION SELECT '') AS l(lexeme)
+        LEFT JOIN rag_term_stat s ON s.lexeme = l.lexeme AND {stats_where}
+        GROUP BY l.lexeme
+        """,
+        {**params, "qtext": clean_query_text(query)},
+    )
+    stats = {lex: (int(df), int(length)) for lex, df, length in cursor.fetchall()}
+    n, total = stats.pop("", (0, 0))
+    lexemes = sorted(lex for lex, (df, _) in stats.items() if df > 0)
+    idfs = [math.log(1 + (n - stats[lex][0] + 0.5) / (stats[lex][0] + 0.5)) for lex in lexemes]
+    return TermWeights(lexemes=lexemes, idfs=idfs, avgdl=max(total / n, 1.0) if n else 1.0, docs=n)
+
+
+def _text_score_sql(alias: str) -> str:
+    """The SQL expression scoring chunk ``alias`` against the query lexemes."""
+    if settings.KNOWHUB_TEXT_SCORING == "ts_rank_cd":
+        return f"ts_rank_cd({alias}.tsv, %(tsq)s::tsquery, 32)"
+    return f"rag_bm25({alias}.tsv, %(lexemes)s::text[], %(idfs)s::float8[], %(avgdl)s, %(k1)s, %(b)s)"
+
+
+def _candidate_sql(where: str, mode: str, text: bool) -> str:
     """SQL returning (columns…, vec_score, txt_raw, vec_rank, txt_rank) for the candidate union.
 
-    Expected plan: ``vec`` is an Index Scan using chunk_embedding_hnsw (iterative when filtered),
-    ``txt`` a Bitmap Index Scan on chunk_tsv_gin; the outer join touches only their union.
+    Expected plan: ``vec`` is an Index Scan using chunk_embedding_hnsw (iterative when filtered;
+    the planner may prefer a selective B-tree filter plus an exact sort), ``txt`` a Bitmap Index
+    Scan on chunk_tsv_gin followed by a top-N sort on the BM25 score; the outer join touches only
+    their union. ``text`` is False when the query has no lexeme a visible chunk holds.
     """
-    vec = f"""
+    use_vec = mode != "fulltext"
+    use_txt = mode != "vector" and text
+    score = _text_score_sql("c")
+    parts = []
+    if use_vec:
+        parts.append(f"""
         vec AS (
-            SELECT c.id, row_number() OVER () AS vec_rank
-            FROM (SELECT c.id FROM rag_chunk c WHERE {where}
+            SELECT id, row_number() OVER (ORDER BY dist, id) AS vec_rank
+            FROM (SELECT c.id, c.embedding <=> %(qvec)s::vector AS dist FROM rag_chunk c WHERE {where}
                   ORDER BY c.embedding <=> %(qvec)s::vector LIMIT %(n)s) c
-        )"""
-    txt = f"""
+        )""")
+    if use_txt:
+        parts.append(f"""
         txt AS (
-            SELECT c.id, row_number() OVER (ORDER BY ts_rank_cd(c.tsv, q.tq, 32) DESC, c.id) AS txt_rank
-            FROM rag_chunk c, q
-            WHERE c.tsv @@ q.tq AND {where}
-            ORDER BY ts_rank_cd(c.tsv, q.tq, 32) DESC, c.id
-            LIMIT %(n)s
-        )"""
-    parts = ["q AS (SELECT to_tsquery('english', %(tsq)s) AS tq)"]
-    if mode != "fulltext":
-        parts.append(vec)
-    if mode != "vector":
-        parts.append(txt)
-    if mode == "vector":
-        union = "SELECT id FROM vec"
-    elif mode == "fulltext":
-        union = "SELECT id FROM txt"
+            SELECT id, txt_raw, row_number() OVER (ORDER BY txt_raw DESC, id) AS txt_rank
+            FROM (SELECT c.id, {score} AS txt_raw FROM rag_chunk c
+                  WHERE c.tsv @@ %(tsq)s::tsquery AND {where}
+                  ORDER BY 2 DESC, c.id LIMIT %(n)s) c
+        )""")
+    if not parts:
+        parts.append("vec AS (SELECT NULL::bigint AS id, NULL::bigint AS vec_rank WHERE false)")
+        use_vec = True
+    union = " UNION ".join(f"SELECT id FROM {name}" for name, on in (("vec", use_vec), ("txt", use_txt)) if on)
+    if use_txt:
+        txt_raw = f"coalesce(txt.txt_raw, CASE WHEN c.tsv @@ %(tsq)s::tsquery THEN {score} ELSE 0 END)"
     else:
-        union = "SELECT id FROM vec UNION SELECT id FROM txt"
-    vec_join = "LEFT JOIN vec ON vec.id = c.id" if mode != "fulltext" else ""
-    txt_join = "LEFT JOIN txt ON txt.id = c.id" if mode != "vector" else ""
-    vec_rank = "vec.vec_rank" if mode != "fulltext" else "NULL::bigint"
-    txt_rank = "txt.txt_rank" if mode != "vector" else "NULL::bigint"
+        txt_raw = "0::float8"
     return f"""
         WITH {", ".join(parts)},
         cand AS ({union})
         SELECT {_HIT_COLUMNS},
                1 - (c.embedding <=> %(qvec)s::vector) AS vec_score,
-               CASE WHEN c.tsv @@ q.tq THEN ts_rank_cd(c.tsv, q.tq, 32) ELSE 0 END AS txt_raw,
-               {vec_rank} AS vec_rank, {txt_rank} AS txt_rank
-        FROM cand JOIN rag_chunk c ON c.id = cand.id CROSS JOIN q
-        {vec_join} {txt_join}
+               {txt_raw} AS txt_raw,
+               {"vec.vec_rank" if use_vec else "NULL::bigint"} AS vec_rank,
+               {"txt.txt_rank" if use_txt else "NULL::bigint"} AS txt_rank
+        FROM cand JOIN rag_chunk c ON c.id = cand.id
+        {"LEFT JOIN vec ON vec.id = c.id" if use_vec else ""}
+        {"LEFT JOIN txt ON txt.id = c.id" if use_txt else ""}
     """
 
 
-def _tsquery_text(query: str) -> str:
-    """OR the query's words: ``to_tsquery`` then stems them and drops stop-words."""
-    words = clean_query_text(query).split()
-    return " | ".join(words) if words else "''"
+def score_candidates(
+    rows: list[dict], *, mode: str, weights: tuple[float, float], query: str = "", scope: Scope | None = None
+) -> list[dict]:
+    """Give every candidate row ``txt_score`` and ``score``, and sort best first.
+
+    The one place fusion happens, so later adjustments (judgment-based boosts) hook in here.
+    ``txt_score`` is the text score over the best text score among the candidates (BM25 is
+    unbounded), so ``w_txt`` means what it says; ``rrf`` adds 1/(60 + rank) of each list.
+    """
+    w_vec, w_txt = weights
+    max_txt = max((float(r["txt_raw"]) for r in rows), default=0.0) or 1.0
+    for r in rows:
+        r["txt_score"] = float(r["txt_raw"]) / max_txt if r["txt_raw"] else 0.0
+        r["vec_score"] = float(r["vec_score"])
+        if mode == "rrf":
+            r["score"] = sum(1.0 / (RRF_K + rank) for rank in (r["vec_rank"], r["txt_rank"]) if rank)
+        elif mode == "vector":
+            r["score"] = r["vec_score"]
+        elif mode == "fulltext":
+            r["score"] = r["txt_score"]
+        else:
+            r["score"] = w_vec * r["vec_score"] + w_txt * r["txt_score"]
+    rows.sort(key=lambda r: (-r["score"], r["chunk_uid"]))
+    return rows
 
 
 def chunk_search(
@@ -217,45 +302,54 @@ def chunk_search(
     embedder: Embedder | None = None,
     query_vector: list[float] | None = None,
     weights: tuple[float, float] | None = None,
+    candidates: int | None = None,
 ) -> SearchResult:
-    """Search the chunks ``scope`` may see. Filters and ACL are applied in the SQL, never after."""
+    """Search the chunks ``scope`` may see. Filters and ACL are applied in the SQL, never after.
+
+    ``candidates`` overrides how many rows each side contributes (default
+    ``KNOWHUB_SEARCH_CANDIDATES``, at least ``top_k``, four times it with ``dedupe``).
+    """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
     filters = filters or SearchFilters()
     started = time.perf_counter()
     embed_ms = 0.0
-    if query_vector is None:
+    if query_vector is None and mode != "fulltext":
         embedder = embedder or get_embedder()
         check_query_model(embedder.name)
         t0 = time.perf_counter()
         query_vector = embedder.embed_query(query[:MAX_QUERY_CHARS])
         embed_ms = (time.perf_counter() - t0) * 1000
-    w_vec, w_txt = weights or (settings.KNOWHUB_HYBRID_VECTOR_WEIGHT, settings.KNOWHUB_HYBRID_TEXT_WEIGHT)
-    n = max(top_k * (4 if dedupe else 1), settings.KNOWHUB_SEARCH_CANDIDATES)
+    weights = weights or (settings.KNOWHUB_HYBRID_VECTOR_WEIGHT, settings.KNOWHUB_HYBRID_TEXT_WEIGHT)
+    n = max(top_k * (4 if dedupe else 1), candidates or settings.KNOWHUB_SEARCH_CANDIDATES)
     where, named = _filter_sql(filters, scope)
-    sql = _candidate_sql(where, mode)
-    named.update(qvec=str(query_vector), n=n, tsq=_tsquery_text(query))
+    stats_where, stats_params = _stats_sql(filters, scope)
 
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(max(n, 40))}")
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        terms = term_weights(cursor, query, stats_where, stats_params) if mode != "vector" else None
+        use_text = bool(terms and terms.lexemes)
+        sql = _candidate_sql(where, mode, use_text)
+        named.update(
+            qvec=str(list(query_vector)) if query_vector is not None else None,
+            n=n,
+            tsq=terms.tsquery if use_text else "",
+            lexemes=terms.lexemes if use_text else [],
+            idfs=terms.idfs if use_text else [],
+            avgdl=terms.avgdl if use_text else 1.0,
+            k1=settings.KNOWHUB_BM25_K1,
+            b=settings.KNOWHUB_BM25_B,
+        )
+        if mode != "fulltext":
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {int(min(max(n, 40), 1000))}")
+            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute(sql, named)
         columns = [col.name for col in cursor.description]
         rows = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
-    max_txt = max((r["txt_raw"] for r in rows), default=0.0) or 1.0
-    for r in rows:
-        r["txt_score"] = float(r["txt_raw"]) / max_txt if r["txt_raw"] else 0.0
-        r["vec_score"] = float(r["vec_score"])
-        if mode == "rrf":
-            r["score"] = sum(1.0 / (RRF_K + rank) for rank in (r["vec_rank"], r["txt_rank"]) if rank)
-        elif mode == "vector":
-            r["score"] = r["vec_score"]
-        elif mode == "fulltext":
-            r["score"] = r["txt_score"]
-        else:
-            r["score"] = w_vec * r["vec_score"] + w_txt * r["txt_score"]
-    rows.sort(key=lambda r: (-r["score"], r["chunk_uid"]))
+    if query_vector is None:  # fulltext without a vector: no cosine to report
+        for r in rows:
+            r["vec_score"] = 0.0
+    rows = score_candidates(rows, mode=mode, weights=weights, query=query, scope=scope)
 
     hits: list[Hit] = []
     seen_parents: set[tuple[str, str, str]] = set()
@@ -286,11 +380,16 @@ _HIT_FIELDS = (
 
 
 def known_collections(scope: Scope) -> list[str]:
-    """Collection names that hold chunks the scope may see (for validating requests)."""
-    acl_sql, params = scope.sql("c")
+    """Collection names that hold chunks the scope may see (for validating requests).
+
+    Read from the per-partition chunk counts in ``rag_term_stat`` (index-only, whatever the
+    index size) rather than a DISTINCT over every chunk.
+    """
+    acl_sql, params = scope.sql("s")
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT DISTINCT c.collection FROM rag_chunk c WHERE c.deleted_at IS NULL AND {acl_sql} ORDER BY 1",
+            f"SELECT s.collection FROM rag_term_stat s WHERE s.lexeme = '' AND {acl_sql} "
+            "GROUP BY s.collection HAVING sum(s.docs) > 0 ORDER BY 1",
             params,
         )
         return [row[0] for row in cursor.fetchall()]

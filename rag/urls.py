@@ -4,4 +4,6 @@ from rag import apis
 
 app_name = "rag"
 
-urlpatterns: list = []
+urlpatterns: list = [
+    path("query", apis.QueryApi.as_view(), name="query"),
+]
