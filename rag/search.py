@@ -10,6 +10,7 @@ the same filters and ACL in SQL, UNION them, then score only the union:
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import math
 import re
@@ -165,24 +166,24 @@ def _stats_sql(filters: SearchFilters, scope: Scope) -> tuple[str, dict]:
 
 _HIT_COLUMNS = (
     "c.chunk_uid, c.title, c.content, c.url, c.collection, c.source_type, c.source_id, c.breadcrumb, "
-    "c.domain, c.concepts, c.mnemonic_tags, c.code_languages, c.has_image, c.date, c.metadata"
+    "c.domain, c.concepts, c.mnemonic_tags, c.code_languages, c.has_image, c.date, c.metadata::text AS metadata"
 )
 
 
 @dataclass
 class TermWeights:
-    """The query's lexemes with their BM25 IDF over the chunks the caller may see."""
+    """The query's lexemes with their document frequency and BM25 IDF over the visible chunks."""
 
     lexemes: list[str]
+    dfs: list[int]
     idfs: list[float]
     avgdl: float
     docs: int
 
-    @property
-    def tsquery(self) -> str:
-        """The OR of the lexemes as ``tsquery`` input (already stemmed: cast, don't re-parse)."""
-        quoted = ["'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in self.lexemes]
-        return " | ".join(quoted)
+    def tsquery(self, lexemes: list[str] | None = None) -> str:
+        """The OR of ``lexemes`` (default all) as ``tsquery`` input: already stemmed, so cast it."""
+        chosen = self.lexemes if lexemes is None else lexemes
+        return " | ".join("'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in chosen)
 
 
 def term_weights(cursor, query: str, stats_where: str, params: dict) -> TermWeights:
@@ -204,30 +205,70 @@ def term_weights(cursor, query: str, stats_where: str, params: dict) -> TermWeig
     )
     stats = {lex: (int(df), int(length)) for lex, df, length in cursor.fetchall()}
     n, total = stats.pop("", (0, 0))
-    lexemes = sorted(lex for lex, (df, _) in stats.items() if df > 0)
-    idfs = [math.log(1 + (n - stats[lex][0] + 0.5) / (stats[lex][0] + 0.5)) for lex in lexemes]
-    return TermWeights(lexemes=lexemes, idfs=idfs, avgdl=max(total / n, 1.0) if n else 1.0, docs=n)
+    lexemes = sorted((lex for lex, (df, _) in stats.items() if df > 0), key=lambda lex: (stats[lex][0], lex))
+    dfs = [stats[lex][0] for lex in lexemes]
+    idfs = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for df in dfs]
+    return TermWeights(lexemes=lexemes, dfs=dfs, idfs=idfs, avgdl=max(total / n, 1.0) if n else 1.0, docs=n)
 
 
 def _text_score_sql(alias: str) -> str:
-    """The SQL expression scoring chunk ``alias`` against the query lexemes."""
+    """The SQL expression scoring chunk ``alias`` against all the query lexemes."""
     if settings.KNOWHUB_TEXT_SCORING == "ts_rank_cd":
         return f"ts_rank_cd({alias}.tsv, %(tsq)s::tsquery, 32)"
     return f"rag_bm25({alias}.tsv, %(lexemes)s::text[], %(idfs)s::float8[], %(avgdl)s, %(k1)s, %(b)s)"
 
 
-def _candidate_sql(where: str, mode: str, text: bool) -> str:
+def _text_candidates(cursor, terms: TermWeights, where: str, params: dict, n: int) -> list[tuple[int, float]]:
+    """The ``n`` best chunks by text score (all query lexemes), best first, as (id, score).
+
+    BM25 must score every chunk that matches any query word, and a common word matches a large
+    share of the index. MaxScore keeps that exact but cheaper: a lexeme contributes at most
+    ``idf·(k1+1)``, so once the ``n``-th best score θ among chunks holding the rarer lexemes
+    exceeds the summed bounds of the commonest ones, a chunk holding only common lexemes cannot
+    enter the top ``n`` and those lexemes need not be matched (they are still scored).
+    Plan per pass: Bitmap Index Scan on chunk_tsv_gin → Bitmap Heap Scan → top-N sort.
+    """
+    sql = f"""
+        SELECT c.id, {_text_score_sql("c")} AS s FROM rag_chunk c
+        WHERE c.tsv @@ %(match)s::tsquery AND {where}
+        ORDER BY s DESC, c.id LIMIT %(n)s
+    """
+    k1 = settings.KNOWHUB_BM25_K1
+    bounds = [idf * (k1 + 1) for idf in terms.idfs]  # lexemes are sorted rarest first
+    count = len(terms.lexemes)
+    if settings.KNOWHUB_TEXT_SCORING == "bm25":
+        # First pass: the rarest lexemes, as many as keep the matched rows near a budget.
+        budget, matched, count = max(20 * n, 2000), 0, 0
+        while count < len(terms.lexemes) and (count == 0 or matched + terms.dfs[count] <= budget):
+            matched += terms.dfs[count]
+            count += 1
+    while True:
+        cursor.execute(sql, {**params, "match": terms.tsquery(terms.lexemes[:count]), "n": n})
+        rows = [(int(i), float(score)) for i, score in cursor.fetchall()]
+        if count == len(terms.lexemes):
+            return rows
+        theta = rows[-1][1] if len(rows) >= n else 0.0
+        needed = count
+        while needed < len(terms.lexemes) and sum(bounds[needed:]) >= theta:
+            needed += 1
+        if needed == count:
+            return rows
+        count = needed
+
+
+def _candidate_sql(where: str, mode: str) -> str:
     """SQL returning (columns…, vec_score, txt_raw, vec_rank, txt_rank) for the candidate union.
 
+    The text candidates arrive as arrays (``txt_ids``/``txt_scores``, from ``_text_candidates``).
     Expected plan: ``vec`` is an Index Scan using chunk_embedding_hnsw (iterative when filtered;
-    the planner may prefer a selective B-tree filter plus an exact sort), ``txt`` a Bitmap Index
-    Scan on chunk_tsv_gin followed by a top-N sort on the BM25 score; the outer join touches only
-    their union. ``text`` is False when the query has no lexeme a visible chunk holds.
+    the planner may prefer a selective B-tree filter plus an exact sort); the outer join touches
+    only the union. Vector-side rows that hold a query word get their text score computed here.
     """
     use_vec = mode != "fulltext"
-    use_txt = mode != "vector" and text
-    score = _text_score_sql("c")
-    parts = []
+    parts = [
+        """txt AS (SELECT t.id, t.txt_raw, t.txt_rank
+                   FROM unnest(%(txt_ids)s::bigint[], %(txt_scores)s::float8[]) WITH ORDINALITY AS t(id, txt_raw, txt_rank))"""
+    ]
     if use_vec:
         parts.append(f"""
         vec AS (
@@ -235,34 +276,32 @@ def _candidate_sql(where: str, mode: str, text: bool) -> str:
             FROM (SELECT c.id, c.embedding <=> %(qvec)s::vector AS dist FROM rag_chunk c WHERE {where}
                   ORDER BY c.embedding <=> %(qvec)s::vector LIMIT %(n)s) c
         )""")
-    if use_txt:
-        parts.append(f"""
-        txt AS (
-            SELECT id, txt_raw, row_number() OVER (ORDER BY txt_raw DESC, id) AS txt_rank
-            FROM (SELECT c.id, {score} AS txt_raw FROM rag_chunk c
-                  WHERE c.tsv @@ %(tsq)s::tsquery AND {where}
-                  ORDER BY 2 DESC, c.id LIMIT %(n)s) c
-        )""")
-    if not parts:
-        parts.append("vec AS (SELECT NULL::bigint AS id, NULL::bigint AS vec_rank WHERE false)")
-        use_vec = True
-    union = " UNION ".join(f"SELECT id FROM {name}" for name, on in (("vec", use_vec), ("txt", use_txt)) if on)
-    if use_txt:
-        txt_raw = f"coalesce(txt.txt_raw, CASE WHEN c.tsv @@ %(tsq)s::tsquery THEN {score} ELSE 0 END)"
-    else:
-        txt_raw = "0::float8"
+    union = "SELECT id FROM vec UNION SELECT id FROM txt" if use_vec else "SELECT id FROM txt"
     return f"""
         WITH {", ".join(parts)},
         cand AS ({union})
         SELECT {_HIT_COLUMNS},
                1 - (c.embedding <=> %(qvec)s::vector) AS vec_score,
-               {txt_raw} AS txt_raw,
+               coalesce(txt.txt_raw, CASE WHEN %(has_text)s AND c.tsv @@ %(tsq)s::tsquery
+                                          THEN {_text_score_sql("c")} ELSE 0 END) AS txt_raw,
                {"vec.vec_rank" if use_vec else "NULL::bigint"} AS vec_rank,
-               {"txt.txt_rank" if use_txt else "NULL::bigint"} AS txt_rank
+               txt.txt_rank AS txt_rank
         FROM cand JOIN rag_chunk c ON c.id = cand.id
         {"LEFT JOIN vec ON vec.id = c.id" if use_vec else ""}
-        {"LEFT JOIN txt ON txt.id = c.id" if use_txt else ""}
+        LEFT JOIN txt ON txt.id = c.id
     """
+
+
+_checked_models: dict[str, float] = {}
+MODEL_CHECK_SECONDS = 60.0
+
+
+def _check_query_model(name: str) -> None:
+    """``check_query_model`` scans every live chunk; once a minute per model is enough."""
+    now = time.monotonic()
+    if now - _checked_models.get(name, -1e9) > MODEL_CHECK_SECONDS:
+        check_query_model(name)
+        _checked_models[name] = now
 
 
 def score_candidates(
@@ -316,7 +355,7 @@ def chunk_search(
     embed_ms = 0.0
     if query_vector is None and mode != "fulltext":
         embedder = embedder or get_embedder()
-        check_query_model(embedder.name)
+        _check_query_model(embedder.name)
         t0 = time.perf_counter()
         query_vector = embedder.embed_query(query[:MAX_QUERY_CHARS])
         embed_ms = (time.perf_counter() - t0) * 1000
@@ -327,24 +366,28 @@ def chunk_search(
 
     with transaction.atomic(), connection.cursor() as cursor:
         terms = term_weights(cursor, query, stats_where, stats_params) if mode != "vector" else None
-        use_text = bool(terms and terms.lexemes)
-        sql = _candidate_sql(where, mode, use_text)
+        has_text = bool(terms and terms.lexemes)
         named.update(
             qvec=str(list(query_vector)) if query_vector is not None else None,
             n=n,
-            tsq=terms.tsquery if use_text else "",
-            lexemes=terms.lexemes if use_text else [],
-            idfs=terms.idfs if use_text else [],
-            avgdl=terms.avgdl if use_text else 1.0,
+            has_text=has_text,
+            tsq=terms.tsquery() if has_text else "",
+            lexemes=terms.lexemes if has_text else [],
+            idfs=terms.idfs if has_text else [],
+            avgdl=terms.avgdl if has_text else 1.0,
             k1=settings.KNOWHUB_BM25_K1,
             b=settings.KNOWHUB_BM25_B,
         )
+        text_hits = _text_candidates(cursor, terms, where, named, n) if has_text else []
+        named.update(txt_ids=[i for i, _ in text_hits], txt_scores=[sc for _, sc in text_hits])
         if mode != "fulltext":
             cursor.execute(f"SET LOCAL hnsw.ef_search = {int(min(max(n, 40), 1000))}")
             cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute(sql, named)
+        cursor.execute(_candidate_sql(where, mode), named)
         columns = [col.name for col in cursor.description]
         rows = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+    for r in rows:
+        r["metadata"] = json.loads(r["metadata"]) if r["metadata"] else {}
 
     if query_vector is None:  # fulltext without a vector: no cosine to report
         for r in rows:
