@@ -30,6 +30,8 @@ MODES = ("hybrid", "vector", "fulltext", "rrf")
 MAX_QUERY_CHARS = 2000
 MAX_TSQUERY_TERMS = 64
 RRF_K = 60
+# MaxScore's first pass matches the rarest lexemes up to this many rows (or 20 × candidates).
+MAXSCORE_MIN_BUDGET = 2000
 
 
 @dataclass
@@ -238,7 +240,7 @@ def _text_candidates(cursor, terms: TermWeights, where: str, params: dict, n: in
     count = len(terms.lexemes)
     if settings.KNOWHUB_TEXT_SCORING == "bm25":
         # First pass: the rarest lexemes, as many as keep the matched rows near a budget.
-        budget, matched, count = max(20 * n, 2000), 0, 0
+        budget, matched, count = max(20 * n, MAXSCORE_MIN_BUDGET), 0, 0
         while count < len(terms.lexemes) and (count == 0 or matched + terms.dfs[count] <= budget):
             matched += terms.dfs[count]
             count += 1

@@ -193,3 +193,32 @@ def test_term_stats_follow_upserts_updates_soft_and_hard_deletes(local_embedder)
     source_delete(collection="mnemonics", source_type="page", source_ids=["vectors"])
     assert known_collections(ALL) == ["course_content"]
     assert term_stats.rebuild() > 0 and term_stats.drift() == 0
+
+
+def test_maxscore_pruning_returns_exactly_the_full_bm25_top_n(hashing_embedder, monkeypatch):
+    """Force the first pass down to the rarest lexeme: the top-n must equal scoring every match."""
+    import rag.search as search_module
+
+    words = ["alpha", "beta", "gamma", "delta"]
+    docs = []
+    for i in range(120):
+        # 'common' is everywhere, the others progressively rarer.
+        extra = " ".join(w for j, w in enumerate(words) if i % (j + 2) == 0)
+        docs.append(doc(f"m{i}", "", f"common common text {i} {extra} " + "filler " * (i % 9)))
+    load(docs, hashing_embedder)
+    query = "common alpha beta gamma delta"
+    full = search(query, hashing_embedder, mode="fulltext", top_k=10, candidates=10)
+    monkeypatch.setattr(search_module, "MAXSCORE_MIN_BUDGET", 1)
+    matched: list[int] = []
+    original = search_module.TermWeights.tsquery
+
+    def spy(self, lexemes=None):
+        if lexemes is not None:
+            matched.append(len(lexemes))
+        return original(self, lexemes)
+
+    monkeypatch.setattr(search_module.TermWeights, "tsquery", spy)
+    pruned = search(query, hashing_embedder, mode="fulltext", top_k=10, candidates=10)
+    assert matched and matched[-1] < 5  # 'common' was never matched, only scored
+    assert [(h.chunk_uid, h.txt_score) for h in pruned.hits] == [(h.chunk_uid, h.txt_score) for h in full.hits]
+    assert len(pruned.hits) == 10
