@@ -214,10 +214,20 @@ def term_weights(cursor, query: str, stats_where: str, params: dict) -> TermWeig
 
 
 def _text_score_sql(alias: str) -> str:
-    """The SQL expression scoring chunk ``alias`` against all the query lexemes."""
+    """The SQL expression scoring chunk ``alias`` against all the query lexemes (Okapi BM25).
+
+    Inline rather than a call to ``rag_bm25()``: a SQL function call per row costs an executor
+    start-up, a scalar sub-select only a rescan (5× cheaper, measured). ``setweight(…, 'C',
+    lexemes)`` + ``ts_filter(…, '{c}')`` (both C) cut the tsvector down to the query's lexemes
+    before the unnest (``tsv`` only ever carries weights A and B). Term frequency is the
+    lexeme's position count, document length its distinct-lexeme count.
+    """
     if settings.KNOWHUB_TEXT_SCORING == "ts_rank_cd":
         return f"ts_rank_cd({alias}.tsv, %(tsq)s::tsquery, 32)"
-    return f"rag_bm25({alias}.tsv, %(lexemes)s::text[], %(idfs)s::float8[], %(avgdl)s, %(k1)s, %(b)s)"
+    return f"""(SELECT coalesce(sum(q.idf * cardinality(u.positions) * (%(k1)s + 1)
+                   / (cardinality(u.positions) + %(k1)s * (1 - %(b)s + %(b)s * length({alias}.tsv) / %(avgdl)s))), 0)
+                FROM unnest(ts_filter(setweight({alias}.tsv, 'C', %(lexemes)s::text[]), '{{c}}')) u
+                JOIN unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS q(lexeme, idf) ON q.lexeme = u.lexeme)"""
 
 
 def _text_candidates(cursor, terms: TermWeights, where: str, params: dict, n: int) -> list[tuple[int, float]]:

@@ -49,12 +49,14 @@ CREATE TRIGGER rag_chunk_term_stat_delete AFTER DELETE ON rag_chunk
 
 -- Okapi BM25 of one chunk for the query lexemes ``lexemes`` with their ``idfs``. Term frequency
 -- is the lexeme's position count in the tsvector (title and content alike; PostgreSQL keeps at
--- most 256 positions per lexeme); document length is the number of distinct lexemes.
-CREATE FUNCTION rag_bm25(tsv tsvector, lexemes text[], idfs float8[], avgdl float8, k1 float8, b float8)
+-- most 256 positions per lexeme); document length is the number of distinct lexemes. setweight +
+-- ts_filter keep only the query lexemes (tsv carries weights A and B only). rag.search inlines
+-- the same formula (a function call per row costs more than the scoring).
+CREATE OR REPLACE FUNCTION rag_bm25(tsv tsvector, lexemes text[], idfs float8[], avgdl float8, k1 float8, b float8)
 RETURNS float8 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT coalesce(sum(q.idf * t.tf * (k1 + 1) / (t.tf + k1 * (1 - b + b * length(tsv) / avgdl))), 0)
-    FROM (SELECT u.lexeme, cardinality(u.positions)::float8 AS tf FROM unnest(tsv) u
-          WHERE u.lexeme = ANY(lexemes)) t
+    FROM (SELECT u.lexeme, cardinality(u.positions)::float8 AS tf
+          FROM unnest(ts_filter(setweight(tsv, 'C', lexemes), '{{c}}')) u) t
     JOIN unnest(lexemes, idfs) AS q(lexeme, idf) ON q.lexeme = t.lexeme
 $$;
 
