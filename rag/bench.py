@@ -1,13 +1,15 @@
 """Latency benchmark corpus and measurements for ``manage.py bench_search``.
 
-The corpus is real text: SciFact abstracts split into sentences, recombined into chunks of 3–6
-sentences (1–3 consecutive ones from a "home" abstract, whose title the chunk takes, plus
-sentences from other abstracts). Embedding 100k+ chunks with MiniLM on two shared cores takes
-far too long for a benchmark, so each distinct sentence is embedded once (with the real model)
-and a chunk's vector is the normalised mean of its sentences' vectors — realistic neighbourhoods
-for HNSW, said so in the output. Chunks live in collection ``bench`` with realistic metadata
-(domains, dates, images, 10 % restricted to project ``bench``) and are bulk-loaded with COPY;
-the HNSW index is rebuilt after a large load. Reruns with the same N reuse everything.
+The corpus is real text: SciFact abstracts split into sentences, recombined into chunks of 3–8
+sentences (1–3 consecutive ones from a "home" abstract, whose title the chunk takes, plus at
+least two sentences from other abstracts). Embedding 100k+ chunks with MiniLM on two shared
+cores takes hours, so a chunk's vector is the normalised mean of its sentences' vectors, and a
+sentence's vector is by default the real MiniLM vector of the evaluated SciFact chunk holding it
+(``manage.py evaluate`` stored those); ``--embed-sentences`` embeds each sentence for real
+instead (~40k sentences; cached). Either way the output says which. Chunks live in collection
+``bench`` with realistic metadata (20 domains, a 1 % ``rare`` domain for the selective filter,
+dates, images, 10 % restricted to project ``bench``), are bulk-loaded with COPY, and the HNSW
+index is rebuilt after a large load. Reruns with the same N reuse everything.
 """
 
 from __future__ import annotations
@@ -76,12 +78,24 @@ def read_sentences(corpus: Path) -> tuple[list[str], list[str], list[list[int]]]
     return sentences, titles, docs
 
 
-def sentence_vectors(sentences: list[str], embedder, progress: Callable[[int], None] | None = None) -> np.ndarray:
-    """Real MiniLM vectors of every sentence, cached under var/bench by content digest."""
+def sentence_vectors(
+    sentences: list[str], embedder, *, corpus: Path, embed: bool = False, progress: Callable[[int], None] | None = None
+) -> tuple[np.ndarray, str]:
+    """A vector per sentence, and how it was obtained.
+
+    Default: reuse the real MiniLM vectors ``manage.py evaluate`` already stored for the corpus
+    (collection ``eval-<folder>``): each sentence carries the vector of the stored chunk that
+    contains it. ``embed=True`` (or no evaluated corpus) embeds every sentence for real — ~40k
+    sentences, an hour on two busy cores — cached under var/bench.
+    """
     digest = hashlib.sha256(("\n".join(sentences) + embedder.name).encode()).hexdigest()[:16]
     path = cache_dir() / f"sentences-{digest}.npy"
     if path.exists():
-        return np.load(path)
+        return np.load(path), "real all-MiniLM-L6-v2 vector of each sentence (cached)"
+    if not embed:
+        inherited = _inherited_vectors(sentences, corpus, embedder)
+        if inherited is not None:
+            return inherited, "each sentence inherits the real all-MiniLM-L6-v2 vector of the evaluated SciFact chunk holding it"
     out = np.zeros((len(sentences), embedder.dims), dtype=np.float32)
     step = 512
     for start in range(0, len(sentences), step):
@@ -90,6 +104,37 @@ def sentence_vectors(sentences: list[str], embedder, progress: Callable[[int], N
         if progress:
             progress(len(batch))
     np.save(path, out)
+    return out, "real all-MiniLM-L6-v2 vector of each sentence"
+
+
+def _inherited_vectors(sentences: list[str], corpus: Path, embedder) -> np.ndarray | None:
+    from rag.evaluation import collection_name
+
+    collection = collection_name(corpus)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT content, embedding::text FROM rag_chunk WHERE collection = %s AND deleted_at IS NULL "
+            "AND embedding_model = %s",
+            [collection, embedder.name],
+        )
+        stored = cursor.fetchall()
+    if not stored:
+        return None
+    index = {sent: i for i, sent in enumerate(sentences)}
+    out = np.zeros((len(sentences), embedder.dims), dtype=np.float32)
+    found = np.zeros(len(sentences), dtype=bool)
+    for content, vector in stored:
+        vec = None
+        for sent in _SENTENCE_RE.split(content):
+            i = index.get(sent.strip())
+            if i is not None and not found[i]:
+                if vec is None:
+                    vec = np.asarray(json.loads(vector), dtype=np.float32)
+                out[i], found[i] = vec, True
+    if found.mean() < 0.5:
+        return None
+    # Sentences cut by a chunk boundary: take the mean of all stored vectors as a neutral stand-in.
+    out[~found] = out[found].mean(axis=0)
     return out
 
 
@@ -100,6 +145,7 @@ class BenchCorpus:
     build_seconds: float
     sentences: int
     hnsw_seconds: float = 0.0
+    vectors: str = ""
 
 
 def existing_chunks() -> int:
@@ -113,16 +159,22 @@ def _vector_text(vec: np.ndarray) -> str:
 
 
 def build_corpus(
-    n: int, *, corpus: Path, embedder, rebuild: bool = False, progress: Callable[[str, int, int], None] | None = None
+    n: int, *, corpus: Path, embedder, rebuild: bool = False, embed_sentences: bool = False, progress: Callable[[str, int, int], None] | None = None
 ) -> BenchCorpus:
     """Make collection ``bench`` hold exactly ``n`` recombined chunks (reused when it does)."""
     started = time.perf_counter()
     have = existing_chunks()
     sentences, titles, docs = read_sentences(corpus)
     if have == n and not rebuild:
-        return BenchCorpus(chunks=n, built=False, build_seconds=0.0, sentences=len(sentences))
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT metadata->>'vectors' FROM rag_chunk WHERE collection = %s LIMIT 1", [COLLECTION])
+            how = cursor.fetchone()[0] or ""
+        return BenchCorpus(chunks=n, built=False, build_seconds=0.0, sentences=len(sentences), vectors=how)
     project, _ = Project.objects.get_or_create(slug=PROJECT_SLUG, defaults={"name": "Benchmark"})
-    vectors = sentence_vectors(sentences, embedder, (lambda k: progress("embed sentences", k, len(sentences))) if progress else None)
+    vectors, how = sentence_vectors(
+        sentences, embedder, corpus=corpus, embed=embed_sentences,
+        progress=(lambda k: progress("embed sentences", k, len(sentences))) if progress else None,
+    )
 
     rng = random.Random(20240607)
     with connection.cursor() as cursor:
@@ -148,7 +200,7 @@ def build_corpus(
                 k_own = rng.randint(1, min(3, len(own)))
                 start = rng.randrange(len(own) - k_own + 1)
                 ids = own[start : start + k_own]
-                for _ in range(rng.randint(3, 6) - k_own):
+                for _ in range(max(2, rng.randint(3, 6) - k_own)):  # never one source's vector alone
                     other = docs[rng.randrange(len(docs))]
                     ids.append(other[rng.randrange(len(other))])
                 text = " ".join(sentences[j] for j in ids)
@@ -163,7 +215,7 @@ def build_corpus(
                         hashlib.sha256(f"{titles[home]}\n{text}".encode()).hexdigest(), _vector_text(vec),
                         embedder.name, domain, "{}", "{}", "{python}" if rng.random() < 0.05 else "{}",
                         rng.random() < 0.1, 0, "", base_date + dt.timedelta(days=rng.randrange(5 * 365)),
-                        json.dumps({"bench": True, "home": home}), "restricted" if restricted else "public",
+                        json.dumps({"bench": True, "home": home, "vectors": how}), "restricted" if restricted else "public",
                         project.pk if restricted else None, "", now, now,
                     )
                 )  # fmt: skip
@@ -187,7 +239,8 @@ def build_corpus(
         cursor.execute("ANALYZE rag_chunk")
         cursor.execute("ANALYZE rag_term_stat")
     return BenchCorpus(
-        chunks=n, built=True, build_seconds=time.perf_counter() - started, sentences=len(sentences), hnsw_seconds=hnsw_s
+        chunks=n, built=True, build_seconds=time.perf_counter() - started, sentences=len(sentences), hnsw_seconds=hnsw_s,
+        vectors=how,
     )
 
 
