@@ -194,3 +194,6 @@ KNOWHUB_SEARCH_CANDIDATES = env.int("KNOWHUB_SEARCH_CANDIDATES", default=100)
 KNOWHUB_TEXT_SCORING = env("KNOWHUB_TEXT_SCORING", default="bm25")
 KNOWHUB_BM25_K1 = env.float("KNOWHUB_BM25_K1", default=0.9)
 KNOWHUB_BM25_B = env.float("KNOWHUB_BM25_B", default=0.4)
+# Rows the keyword side may match per query beyond MaxScore's first pass (0 = exact BM25 top-n
+# whatever it costs). bench_search measures the overlap with the exact top-n.
+KNOWHUB_TEXT_MAX_MATCHES = env.int("KNOWHUB_TEXT_MAX_MATCHES", default=0)

@@ -238,6 +238,8 @@ def _text_candidates(cursor, terms: TermWeights, where: str, params: dict, n: in
     ``idf·(k1+1)``, so once the ``n``-th best score θ among chunks holding the rarer lexemes
     exceeds the summed bounds of the commonest ones, a chunk holding only common lexemes cannot
     enter the top ``n`` and those lexemes need not be matched (they are still scored).
+    ``KNOWHUB_TEXT_MAX_MATCHES`` (0: no cap) bounds the rows a later pass may match; past it the
+    first pass' top ``n`` is kept, an approximation measured by ``bench_search``.
     Plan per pass: Bitmap Index Scan on chunk_tsv_gin → Bitmap Heap Scan → top-N sort.
     """
     sql = f"""
@@ -247,7 +249,7 @@ def _text_candidates(cursor, terms: TermWeights, where: str, params: dict, n: in
     """
     k1 = settings.KNOWHUB_BM25_K1
     bounds = [idf * (k1 + 1) for idf in terms.idfs]  # lexemes are sorted rarest first
-    count = len(terms.lexemes)
+    count, budget = len(terms.lexemes), 0
     if settings.KNOWHUB_TEXT_SCORING == "bm25":
         # First pass: the rarest lexemes, as many as keep the matched rows near a budget.
         budget, matched, count = max(20 * n, MAXSCORE_MIN_BUDGET), 0, 0
@@ -264,6 +266,11 @@ def _text_candidates(cursor, terms: TermWeights, where: str, params: dict, n: in
         while needed < len(terms.lexemes) and sum(bounds[needed:]) >= theta:
             needed += 1
         if needed == count:
+            return rows
+        cap = settings.KNOWHUB_TEXT_MAX_MATCHES
+        if cap and sum(terms.dfs[:needed]) > max(cap, budget):
+            # Bounded work: keep the rarest lexemes' top n rather than score a large share of
+            # the index (bench_search reports the overlap with the exact top n).
             return rows
         count = needed
 

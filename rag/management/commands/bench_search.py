@@ -119,6 +119,22 @@ class Command(BaseCommand):
                     hits.append(len({h.chunk_uid for h in approx.hits} & set(exact)) / len(exact))
             recall[case] = round(sum(hits) / len(hits), 4) if hits else None
 
+        # Keyword side: the capped MaxScore top-n against the exact BM25 top-n (cap lifted).
+        text_overlap = None
+        if settings.KNOWHUB_TEXT_MAX_MATCHES:
+            from django.test import override_settings
+
+            overlaps = []
+            filters = cases["no_filter"]
+            for text in texts:
+                kw = dict(query=text, scope=scope, filters=filters, top_k=settings.KNOWHUB_SEARCH_CANDIDATES, mode="fulltext")
+                approx = {h.chunk_uid for h in chunk_search(**kw).hits}
+                with override_settings(KNOWHUB_TEXT_MAX_MATCHES=0):
+                    exact = {h.chunk_uid for h in chunk_search(**kw).hits}
+                if exact:
+                    overlaps.append(len(approx & exact) / len(exact))
+            text_overlap = round(sum(overlaps) / len(overlaps), 4) if overlaps else None
+
         report = {
             "chunks": chunks,
             "corpus": {
@@ -136,6 +152,8 @@ class Command(BaseCommand):
             "query_embedding_ms": bench.summarise(embed_ms),
             "latency": latency,
             "hnsw_recall@10": recall,
+            "text_max_matches": settings.KNOWHUB_TEXT_MAX_MATCHES,
+            "bm25_top_n_overlap_with_exact": text_overlap,
         }
         if explain and slowest[1]:
             report["explain_slowest_hybrid"] = {"took_ms": round(slowest[0], 1), "query": slowest[1], "plan": _explain(slowest[1], scope, slowest[2], embedder, top_k)}
@@ -157,6 +175,11 @@ class Command(BaseCommand):
                 s, f = m["search_ms"], m["with_embedding_ms"]
                 self.stdout.write(f"{case:<18} {mode:<9} {s['p50']:>7} {s['p95']:>7} {f['p50']:>8} {f['p95']:>8}")
         self.stdout.write(f"HNSW recall@10 vs exact: {r['hnsw_recall@10']}")
+        if r["text_max_matches"]:
+            self.stdout.write(
+                f"keyword side capped at {r['text_max_matches']} matched rows: top-{r['candidates_per_side']} "
+                f"overlap with exact BM25 {r['bm25_top_n_overlap_with_exact']}"
+            )
         if "explain_slowest_hybrid" in r:
             x = r["explain_slowest_hybrid"]
             self.stdout.write(f"\nslowest hybrid query ({x['took_ms']} ms): {x['query']!r}")
