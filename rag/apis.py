@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import logging
+
 from drf_spectacular.utils import extend_schema
-from rest_framework import permissions
+from rest_framework import permissions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from rag.selectors import health_status
+from knowhub.api import BadRequest, StrictSerializerMixin
+from rag.acl import Scope
+from rag.search import MAX_QUERY_CHARS, MODES, SearchFilters, chunk_search, known_collections
+from rag.selectors import EmbeddingModelMismatch, health_status
+
+logger = logging.getLogger(__name__)
+
+MAX_TOP_K = 50
+MAX_LIST_ITEMS = 50
 
 
 class HealthApi(APIView):
@@ -20,3 +30,119 @@ class HealthApi(APIView):
     def get(self, request):
         status = health_status()
         return Response(status, status=200 if status["ok"] else 503)
+
+
+def _tag_list(**kwargs):
+    return serializers.ListField(
+        child=serializers.CharField(max_length=200), required=False, max_length=MAX_LIST_ITEMS, **kwargs
+    )
+
+
+class EmbeddingModelConflict(BadRequest):
+    status_code = 409
+    default_code = "embedding_model_mismatch"
+
+
+class QueryApi(APIView):
+    """Hybrid search over the chunks the caller may see (public + their projects' + their own).
+
+    ACL and every filter are applied inside the retrieval SQL. Each call is logged as an
+    ``Interaction`` (kind ``query``) whose id comes back as ``interaction_id`` for feedback.
+    """
+
+    class InputSerializer(StrictSerializerMixin, serializers.Serializer):
+        query = serializers.CharField(max_length=MAX_QUERY_CHARS)
+        top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, default=8)
+        collections = _tag_list(allow_empty=False)
+        domain = serializers.CharField(max_length=100, required=False)
+        concepts = _tag_list()
+        mnemonic_tags = _tag_list()
+        has_image = serializers.BooleanField(required=False, allow_null=True, default=None)
+        code = serializers.BooleanField(required=False, allow_null=True, default=None)
+        date_from = serializers.DateField(required=False)
+        date_to = serializers.DateField(required=False)
+        source_type = serializers.CharField(max_length=100, required=False)
+        people = _tag_list()
+        tags = _tag_list()
+        entity = serializers.CharField(max_length=200, required=False)
+        mode = serializers.ChoiceField(choices=MODES, default="hybrid")
+        dedupe = serializers.BooleanField(default=False)
+
+        def validate(self, attrs):
+            if attrs.get("date_from") and attrs.get("date_to") and attrs["date_from"] > attrs["date_to"]:
+                raise serializers.ValidationError({"date_to": ["date_to is before date_from."]})
+            return attrs
+
+    class HitSerializer(serializers.Serializer):
+        rank = serializers.IntegerField()
+        chunk_uid = serializers.CharField()
+        title = serializers.CharField()
+        content = serializers.CharField()
+        url = serializers.CharField()
+        collection = serializers.CharField()
+        source_type = serializers.CharField()
+        source_id = serializers.CharField()
+        breadcrumb = serializers.CharField()
+        domain = serializers.CharField()
+        concepts = serializers.ListField(child=serializers.CharField())
+        mnemonic_tags = serializers.ListField(child=serializers.CharField())
+        code_languages = serializers.ListField(child=serializers.CharField())
+        has_image = serializers.BooleanField()
+        date = serializers.DateField(allow_null=True)
+        metadata = serializers.DictField()
+        vec_score = serializers.FloatField()
+        txt_score = serializers.FloatField()
+        score = serializers.FloatField()
+
+    class OutputSerializer(serializers.Serializer):
+        results = serializers.ListField(child=serializers.DictField())
+        mode = serializers.ChoiceField(choices=MODES)
+        top_k = serializers.IntegerField()
+        dedupe = serializers.BooleanField()
+        filters = serializers.DictField()
+        took_ms = serializers.FloatField(help_text="server-side, including query embedding")
+        embed_ms = serializers.FloatField(help_text="query embedding part of took_ms")
+        candidates = serializers.IntegerField(help_text="rows scored (union of both candidate lists)")
+        interaction_id = serializers.IntegerField()
+
+    @extend_schema(request=InputSerializer, responses={200: OutputSerializer, 400: dict, 409: dict})
+    def post(self, request):
+        from feedback.services import interaction_record
+
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        params = dict(data.validated_data)
+        query = params.pop("query")
+        top_k, mode, dedupe = params.pop("top_k"), params.pop("mode"), params.pop("dedupe")
+        scope = Scope.for_user(request.user)
+        visible = known_collections(scope)
+        if "collections" in params:
+            unknown = sorted(set(params["collections"]) - set(visible))
+            if unknown:
+                raise BadRequest(
+                    f"unknown collection(s): {', '.join(unknown)}; you can search: {', '.join(visible) or 'none'}"
+                )
+        filters = SearchFilters(**params)
+        try:
+            result = chunk_search(query=query, scope=scope, filters=filters, top_k=top_k, mode=mode, dedupe=dedupe)
+        except EmbeddingModelMismatch as exc:
+            raise EmbeddingModelConflict(str(exc)) from exc
+        effective = filters.as_dict()
+        effective.setdefault("collections", visible)
+        interaction = interaction_record(
+            user=request.user, kind="query", query=query, filters=effective, hits=result.hits,
+            strategy=mode, latency_ms=result.took_ms,
+        )
+        hits = [self.HitSerializer(h).data for h in result.hits]
+        out = {
+            "results": hits,
+            "mode": mode,
+            "top_k": top_k,
+            "dedupe": dedupe,
+            "filters": effective,
+            "took_ms": round(result.took_ms, 2),
+            "embed_ms": round(result.embed_ms, 2),
+            "candidates": result.candidates,
+            "interaction_id": interaction.pk,
+        }
+        return Response(out)

@@ -139,3 +139,30 @@ class ChunkHistory(models.Model):
 
     def __str__(self) -> str:
         return f"{self.chunk_uid} {self.change} {self.content_hash[:8]}"
+
+
+class TermStat(models.Model):
+    """Document frequencies for BM25, kept by triggers on ``rag_chunk`` (migration 0002).
+
+    Append-only: every statement that changes live chunks' ``tsv`` inserts signed deltas per
+    lexeme and per ACL partition (collection, visibility, project, owner), so concurrent writers
+    never lock a shared counter row; ``rag.term_stats.compact`` folds the deltas together. The
+    row with ``lexeme = ''`` of a partition counts its live chunks (``docs``) and their total
+    length in distinct lexemes (``length``). Keying by ACL partition lets a search compute IDF
+    over exactly the chunks its caller may see, so hidden chunks never move visible scores.
+    """
+
+    collection = models.CharField(max_length=100)
+    visibility = models.CharField(max_length=20)
+    project_id = models.BigIntegerField(null=True, blank=True)
+    owner_hash = models.CharField(max_length=64, blank=True, default="")
+    lexeme = models.TextField()
+    docs = models.BigIntegerField(default=0)
+    length = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "rag_term_stat"
+        indexes = [models.Index(name="termstat_lexeme_idx", fields=["lexeme", "collection"])]
+
+    def __str__(self) -> str:
+        return f"{self.collection}:{self.lexeme} {self.docs:+d}"

@@ -10,7 +10,9 @@ the same filters and ACL in SQL, UNION them, then score only the union:
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
+import math
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -29,6 +31,8 @@ MODES = ("hybrid", "vector", "fulltext", "rrf")
 MAX_QUERY_CHARS = 2000
 MAX_TSQUERY_TERMS = 64
 RRF_K = 60
+# MaxScore's first pass matches the rarest lexemes up to this many rows (or 20 × candidates).
+MAXSCORE_MIN_BUDGET = 2000
 
 
 @dataclass
@@ -148,63 +152,202 @@ def _filter_sql(filters: SearchFilters, scope: Scope) -> tuple[str, dict]:
     return " AND ".join(clauses), params
 
 
+def _stats_sql(filters: SearchFilters, scope: Scope) -> tuple[str, dict]:
+    """The WHERE fragment selecting the ``rag_term_stat`` partitions a search's IDF is taken over:
+    the caller's ACL partitions of the requested collections (other filters do not narrow IDF)."""
+    acl_sql, acl_params = scope.sql("s")
+    params: dict = {}
+    for i, value in enumerate(acl_params):
+        params[f"s{i}"] = value
+        acl_sql = acl_sql.replace("%s", f"%(s{i})s", 1)
+    clauses = [acl_sql]
+    if filters.collections:
+        params["s_collections"] = list(filters.collections)
+        clauses.append("s.collection = ANY(%(s_collections)s)")
+    return " AND ".join(clauses), params
+
+
 _HIT_COLUMNS = (
     "c.chunk_uid, c.title, c.content, c.url, c.collection, c.source_type, c.source_id, c.breadcrumb, "
-    "c.domain, c.concepts, c.mnemonic_tags, c.code_languages, c.has_image, c.date, c.metadata"
+    "c.domain, c.concepts, c.mnemonic_tags, c.code_languages, c.has_image, c.date, c.metadata::text AS metadata"
 )
+
+
+@dataclass
+class TermWeights:
+    """The query's lexemes with their document frequency and BM25 IDF over the visible chunks."""
+
+    lexemes: list[str]
+    dfs: list[int]
+    idfs: list[float]
+    avgdl: float
+    docs: int
+
+    def tsquery(self, lexemes: list[str] | None = None) -> str:
+        """The OR of ``lexemes`` (default all) as ``tsquery`` input: already stemmed, so cast it."""
+        chosen = self.lexemes if lexemes is None else lexemes
+        return " | ".join("'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in chosen)
+
+
+def term_weights(cursor, query: str, stats_where: str, params: dict) -> TermWeights:
+    """Stem the query like the index does and look up each lexeme's document frequency.
+
+    Frequencies come from ``rag_term_stat`` restricted to the caller's ACL partitions and the
+    requested collections, so a chunk the caller cannot see never changes an IDF.
+    IDF is Lucene's ``ln(1 + (N − df + 0.5) / (df + 0.5))``; lexemes no visible chunk holds
+    are dropped (they match nothing).
+    """
+    cursor.execute(
+        f"""
+        SELECT l.lexeme, coalesce(sum(s.docs), 0), coalesce(sum(s.length), 0)
+        FROM (SELECT unnest(tsvector_to_array(to_tsvector('english', %(qtext)s))) UNION SELECT '') AS l(lexeme)
+        LEFT JOIN rag_term_stat s ON s.lexeme = l.lexeme AND {stats_where}
+        GROUP BY l.lexeme
+        """,
+        {**params, "qtext": clean_query_text(query)},
+    )
+    stats = {lex: (int(df), int(length)) for lex, df, length in cursor.fetchall()}
+    n, total = stats.pop("", (0, 0))
+    lexemes = sorted((lex for lex, (df, _) in stats.items() if df > 0), key=lambda lex: (stats[lex][0], lex))
+    dfs = [stats[lex][0] for lex in lexemes]
+    idfs = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for df in dfs]
+    return TermWeights(lexemes=lexemes, dfs=dfs, idfs=idfs, avgdl=max(total / n, 1.0) if n else 1.0, docs=n)
+
+
+def _text_score_sql(alias: str) -> str:
+    """The SQL expression scoring chunk ``alias`` against all the query lexemes (Okapi BM25).
+
+    Inline rather than a call to ``rag_bm25()``: a SQL function call per row costs an executor
+    start-up, a scalar sub-select only a rescan (5× cheaper, measured). ``setweight(…, 'C',
+    lexemes)`` + ``ts_filter(…, '{c}')`` (both C) cut the tsvector down to the query's lexemes
+    before the unnest (``tsv`` only ever carries weights A and B). Term frequency is the
+    lexeme's position count, document length its distinct-lexeme count.
+    """
+    if settings.KNOWHUB_TEXT_SCORING == "ts_rank_cd":
+        return f"ts_rank_cd({alias}.tsv, %(tsq)s::tsquery, 32)"
+    return f"""(SELECT coalesce(sum(q.idf * cardinality(u.positions) * (%(k1)s + 1)
+                   / (cardinality(u.positions) + %(k1)s * (1 - %(b)s + %(b)s * length({alias}.tsv) / %(avgdl)s))), 0)
+                FROM unnest(ts_filter(setweight({alias}.tsv, 'C', %(lexemes)s::text[]), '{{c}}')) u
+                JOIN unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS q(lexeme, idf) ON q.lexeme = u.lexeme)"""
+
+
+def _text_candidates(cursor, terms: TermWeights, where: str, params: dict, n: int) -> list[tuple[int, float]]:
+    """The ``n`` best chunks by text score (all query lexemes), best first, as (id, score).
+
+    BM25 must score every chunk that matches any query word, and a common word matches a large
+    share of the index. MaxScore keeps that exact but cheaper: a lexeme contributes at most
+    ``idf·(k1+1)``, so once the ``n``-th best score θ among chunks holding the rarer lexemes
+    exceeds the summed bounds of the commonest ones, a chunk holding only common lexemes cannot
+    enter the top ``n`` and those lexemes need not be matched (they are still scored).
+    ``KNOWHUB_TEXT_MAX_MATCHES`` (0: no cap) bounds the rows a later pass may match; past it the
+    first pass' top ``n`` is kept, an approximation measured by ``bench_search``.
+    Plan per pass: Bitmap Index Scan on chunk_tsv_gin → Bitmap Heap Scan → top-N sort.
+    """
+    sql = f"""
+        SELECT c.id, {_text_score_sql("c")} AS s FROM rag_chunk c
+        WHERE c.tsv @@ %(match)s::tsquery AND {where}
+        ORDER BY s DESC, c.id LIMIT %(n)s
+    """
+    k1 = settings.KNOWHUB_BM25_K1
+    bounds = [idf * (k1 + 1) for idf in terms.idfs]  # lexemes are sorted rarest first
+    count, budget = len(terms.lexemes), 0
+    if settings.KNOWHUB_TEXT_SCORING == "bm25":
+        # First pass: the rarest lexemes, as many as keep the matched rows near a budget.
+        budget, matched, count = max(20 * n, MAXSCORE_MIN_BUDGET), 0, 0
+        while count < len(terms.lexemes) and (count == 0 or matched + terms.dfs[count] <= budget):
+            matched += terms.dfs[count]
+            count += 1
+    while True:
+        cursor.execute(sql, {**params, "match": terms.tsquery(terms.lexemes[:count]), "n": n})
+        rows = [(int(i), float(score)) for i, score in cursor.fetchall()]
+        if count == len(terms.lexemes):
+            return rows
+        theta = rows[-1][1] if len(rows) >= n else 0.0
+        needed = count
+        while needed < len(terms.lexemes) and sum(bounds[needed:]) >= theta:
+            needed += 1
+        if needed == count:
+            return rows
+        cap = settings.KNOWHUB_TEXT_MAX_MATCHES
+        if cap and sum(terms.dfs[:needed]) > max(cap, budget):
+            # Bounded work: keep the rarest lexemes' top n rather than score a large share of
+            # the index (bench_search reports the overlap with the exact top n).
+            return rows
+        count = needed
 
 
 def _candidate_sql(where: str, mode: str) -> str:
     """SQL returning (columns…, vec_score, txt_raw, vec_rank, txt_rank) for the candidate union.
 
-    Expected plan: ``vec`` is an Index Scan using chunk_embedding_hnsw (iterative when filtered),
-    ``txt`` a Bitmap Index Scan on chunk_tsv_gin; the outer join touches only their union.
+    The text candidates arrive as arrays (``txt_ids``/``txt_scores``, from ``_text_candidates``).
+    Expected plan: ``vec`` is an Index Scan using chunk_embedding_hnsw (iterative when filtered;
+    the planner may prefer a selective B-tree filter plus an exact sort); the outer join touches
+    only the union. Vector-side rows that hold a query word get their text score computed here.
     """
-    vec = f"""
+    use_vec = mode != "fulltext"
+    parts = [
+        """txt AS (SELECT t.id, t.txt_raw, t.txt_rank
+                   FROM unnest(%(txt_ids)s::bigint[], %(txt_scores)s::float8[]) WITH ORDINALITY AS t(id, txt_raw, txt_rank))"""
+    ]
+    if use_vec:
+        parts.append(f"""
         vec AS (
-            SELECT c.id, row_number() OVER () AS vec_rank
-            FROM (SELECT c.id FROM rag_chunk c WHERE {where}
+            SELECT id, row_number() OVER (ORDER BY dist, id) AS vec_rank
+            FROM (SELECT c.id, c.embedding <=> %(qvec)s::vector AS dist FROM rag_chunk c WHERE {where}
                   ORDER BY c.embedding <=> %(qvec)s::vector LIMIT %(n)s) c
-        )"""
-    txt = f"""
-        txt AS (
-            SELECT c.id, row_number() OVER (ORDER BY ts_rank_cd(c.tsv, q.tq, 32) DESC, c.id) AS txt_rank
-            FROM rag_chunk c, q
-            WHERE c.tsv @@ q.tq AND {where}
-            ORDER BY ts_rank_cd(c.tsv, q.tq, 32) DESC, c.id
-            LIMIT %(n)s
-        )"""
-    parts = ["q AS (SELECT to_tsquery('english', %(tsq)s) AS tq)"]
-    if mode != "fulltext":
-        parts.append(vec)
-    if mode != "vector":
-        parts.append(txt)
-    if mode == "vector":
-        union = "SELECT id FROM vec"
-    elif mode == "fulltext":
-        union = "SELECT id FROM txt"
-    else:
-        union = "SELECT id FROM vec UNION SELECT id FROM txt"
-    vec_join = "LEFT JOIN vec ON vec.id = c.id" if mode != "fulltext" else ""
-    txt_join = "LEFT JOIN txt ON txt.id = c.id" if mode != "vector" else ""
-    vec_rank = "vec.vec_rank" if mode != "fulltext" else "NULL::bigint"
-    txt_rank = "txt.txt_rank" if mode != "vector" else "NULL::bigint"
+        )""")
+    union = "SELECT id FROM vec UNION SELECT id FROM txt" if use_vec else "SELECT id FROM txt"
     return f"""
         WITH {", ".join(parts)},
         cand AS ({union})
         SELECT {_HIT_COLUMNS},
                1 - (c.embedding <=> %(qvec)s::vector) AS vec_score,
-               CASE WHEN c.tsv @@ q.tq THEN ts_rank_cd(c.tsv, q.tq, 32) ELSE 0 END AS txt_raw,
-               {vec_rank} AS vec_rank, {txt_rank} AS txt_rank
-        FROM cand JOIN rag_chunk c ON c.id = cand.id CROSS JOIN q
-        {vec_join} {txt_join}
+               coalesce(txt.txt_raw, CASE WHEN %(has_text)s AND c.tsv @@ %(tsq)s::tsquery
+                                          THEN {_text_score_sql("c")} ELSE 0 END) AS txt_raw,
+               {"vec.vec_rank" if use_vec else "NULL::bigint"} AS vec_rank,
+               txt.txt_rank AS txt_rank
+        FROM cand JOIN rag_chunk c ON c.id = cand.id
+        {"LEFT JOIN vec ON vec.id = c.id" if use_vec else ""}
+        LEFT JOIN txt ON txt.id = c.id
     """
 
 
-def _tsquery_text(query: str) -> str:
-    """OR the query's words: ``to_tsquery`` then stems them and drops stop-words."""
-    words = clean_query_text(query).split()
-    return " | ".join(words) if words else "''"
+_checked_models: dict[str, float] = {}
+MODEL_CHECK_SECONDS = 60.0
+
+
+def _check_query_model(name: str) -> None:
+    """``check_query_model`` scans every live chunk; once a minute per model is enough."""
+    now = time.monotonic()
+    if now - _checked_models.get(name, -1e9) > MODEL_CHECK_SECONDS:
+        check_query_model(name)
+        _checked_models[name] = now
+
+
+def score_candidates(
+    rows: list[dict], *, mode: str, weights: tuple[float, float], query: str = "", scope: Scope | None = None
+) -> list[dict]:
+    """Give every candidate row ``txt_score`` and ``score``, and sort best first.
+
+    The one place fusion happens, so later adjustments (judgment-based boosts) hook in here.
+    ``txt_score`` is the text score over the best text score among the candidates (BM25 is
+    unbounded), so ``w_txt`` means what it says; ``rrf`` adds 1/(60 + rank) of each list.
+    """
+    w_vec, w_txt = weights
+    max_txt = max((float(r["txt_raw"]) for r in rows), default=0.0) or 1.0
+    for r in rows:
+        r["txt_score"] = float(r["txt_raw"]) / max_txt if r["txt_raw"] else 0.0
+        r["vec_score"] = float(r["vec_score"])
+        if mode == "rrf":
+            r["score"] = sum(1.0 / (RRF_K + rank) for rank in (r["vec_rank"], r["txt_rank"]) if rank)
+        elif mode == "vector":
+            r["score"] = r["vec_score"]
+        elif mode == "fulltext":
+            r["score"] = r["txt_score"]
+        else:
+            r["score"] = w_vec * r["vec_score"] + w_txt * r["txt_score"]
+    rows.sort(key=lambda r: (-r["score"], r["chunk_uid"]))
+    return rows
 
 
 def chunk_search(
@@ -218,46 +361,61 @@ def chunk_search(
     embedder: Embedder | None = None,
     query_vector: list[float] | None = None,
     weights: tuple[float, float] | None = None,
+    candidates: int | None = None,
 ) -> SearchResult:
-    """Search the chunks ``scope`` may see. Filters and ACL are applied in the SQL, never after."""
+    """Search the chunks ``scope`` may see. Filters and ACL are applied in the SQL, never after.
+
+    ``candidates`` overrides how many rows each side contributes (default
+    ``KNOWHUB_SEARCH_CANDIDATES``, at least ``top_k``, four times it with ``dedupe``).
+    """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
     filters = filters or SearchFilters()
     started = time.perf_counter()
     embed_ms = 0.0
-    if query_vector is None:
+    if query_vector is None and mode != "fulltext":
         embedder = embedder or get_embedder()
-        check_query_model(embedder.name)
+        _check_query_model(embedder.name)
         t0 = time.perf_counter()
         query_vector = embedder.embed_query(query[:MAX_QUERY_CHARS])
         embed_ms = (time.perf_counter() - t0) * 1000
-    w_vec, w_txt = weights or (settings.KNOWHUB_HYBRID_VECTOR_WEIGHT, settings.KNOWHUB_HYBRID_TEXT_WEIGHT)
-    n = max(top_k * (4 if dedupe else 1), settings.KNOWHUB_SEARCH_CANDIDATES)
+    weights_given = weights is not None
+    weights = weights or (settings.KNOWHUB_HYBRID_VECTOR_WEIGHT, settings.KNOWHUB_HYBRID_TEXT_WEIGHT)
+    n = max(top_k * (4 if dedupe else 1), candidates or settings.KNOWHUB_SEARCH_CANDIDATES)
     where, named = _filter_sql(filters, scope)
-    sql = _candidate_sql(where, mode)
-    named.update(qvec=str(query_vector), n=n, tsq=_tsquery_text(query))
+    stats_where, stats_params = _stats_sql(filters, scope)
 
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(max(n, 40))}")
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute(sql, named)
+        terms = term_weights(cursor, query, stats_where, stats_params) if mode != "vector" else None
+        has_text = bool(terms and terms.lexemes)
+        named.update(
+            qvec=str(list(query_vector)) if query_vector is not None else None,
+            n=n,
+            has_text=has_text,
+            tsq=terms.tsquery() if has_text else "",
+            lexemes=terms.lexemes if has_text else [],
+            idfs=terms.idfs if has_text else [],
+            avgdl=terms.avgdl if has_text else 1.0,
+            k1=settings.KNOWHUB_BM25_K1,
+            b=settings.KNOWHUB_BM25_B,
+        )
+        text_hits = _text_candidates(cursor, terms, where, named, n) if has_text else []
+        named.update(txt_ids=[i for i, _ in text_hits], txt_scores=[sc for _, sc in text_hits])
+        if mode != "fulltext":
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {int(min(max(n, 40), 1000))}")
+            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute(_candidate_sql(where, mode), named)
         columns = [col.name for col in cursor.description]
         rows = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
-
-    max_txt = max((r["txt_raw"] for r in rows), default=0.0) or 1.0
     for r in rows:
-        r["txt_score"] = float(r["txt_raw"]) / max_txt if r["txt_raw"] else 0.0
-        r["vec_score"] = float(r["vec_score"])
-        if mode == "rrf":
-            r["score"] = sum(1.0 / (RRF_K + rank) for rank in (r["vec_rank"], r["txt_rank"]) if rank)
-        elif mode == "vector":
-            r["score"] = r["vec_score"]
-        elif mode == "fulltext":
-            r["score"] = r["txt_score"]
-        else:
-            r["score"] = w_vec * r["vec_score"] + w_txt * r["txt_score"]
+        r["metadata"] = json.loads(r["metadata"]) if r["metadata"] else {}
+
+    if query_vector is None:  # fulltext without a vector: no cosine to report
+        for r in rows:
+            r["vec_score"] = 0.0
+    rows = score_candidates(rows, mode=mode, weights=weights, query=query, scope=scope)
     # Learned ranking (feedback app): tuned fusion weights and bounded per-label adjustments.
-    rescore(rows, query=query, query_vector=query_vector, mode=mode, weights_given=weights is not None,
+    rescore(rows, query=query, query_vector=query_vector, mode=mode, weights_given=weights_given,
             embedder_name=getattr(embedder, "name", None))  # fmt: skip
     rows.sort(key=lambda r: (-r["score"], r["chunk_uid"]))
 
@@ -290,11 +448,16 @@ _HIT_FIELDS = (
 
 
 def known_collections(scope: Scope) -> list[str]:
-    """Collection names that hold chunks the scope may see (for validating requests)."""
-    acl_sql, params = scope.sql("c")
+    """Collection names that hold chunks the scope may see (for validating requests).
+
+    Read from the per-partition chunk counts in ``rag_term_stat`` (index-only, whatever the
+    index size) rather than a DISTINCT over every chunk.
+    """
+    acl_sql, params = scope.sql("s")
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT DISTINCT c.collection FROM rag_chunk c WHERE c.deleted_at IS NULL AND {acl_sql} ORDER BY 1",
+            f"SELECT s.collection FROM rag_term_stat s WHERE s.lexeme = '' AND {acl_sql} "
+            "GROUP BY s.collection HAVING sum(s.docs) > 0 ORDER BY 1",
             params,
         )
         return [row[0] for row in cursor.fetchall()]

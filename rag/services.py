@@ -12,6 +12,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from rag import term_stats
 from rag.chunking import split_text
 from rag.embeddings import Embedder, EmbeddingError, get_embedder
 from rag.models import Chunk, ChunkHistory, Project
@@ -292,6 +293,8 @@ def chunk_upsert(
     result.embedded += len(vectors)
     for key in dirty:
         result.add(_write_source(key, planned[key], vectors, embedder, texts))
+    if dirty:
+        term_stats.maybe_compact()  # BM25 frequencies: fold the trigger's deltas now and then
     return result
 
 

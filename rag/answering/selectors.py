@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import logging
 from dataclasses import dataclass
 
@@ -169,6 +170,8 @@ def chunks_by_uid(*, scope: Scope, uids: list[str], scores: dict[str, dict] | No
         row = rows.get(uid)
         if row is None:
             continue
+        if isinstance(row["metadata"], str):  # _HIT_COLUMNS selects metadata as text
+            row["metadata"] = json.loads(row["metadata"]) if row["metadata"] else {}
         s = scores.get(uid, {})
         hits.append(
             Hit(

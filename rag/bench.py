@@ -1,0 +1,279 @@
+"""Latency benchmark corpus and measurements for ``manage.py bench_search``.
+
+The corpus is real text: SciFact abstracts split into sentences, recombined into chunks of 3–8
+sentences (1–3 consecutive ones from a "home" abstract, whose title the chunk takes, plus at
+least two sentences from other abstracts). Embedding 100k+ chunks with MiniLM on two shared
+cores takes hours, so a chunk's vector is the normalised mean of its sentences' vectors, and a
+sentence's vector is by default the real MiniLM vector of the evaluated SciFact chunk holding it
+(``manage.py evaluate`` stored those); ``--embed-sentences`` embeds each sentence for real
+instead (~40k sentences; cached). Either way the output says which. Chunks live in collection
+``bench`` with realistic metadata (20 domains, a 1 % ``rare`` domain for the selective filter,
+dates, images, 10 % restricted to project ``bench``), are bulk-loaded with COPY, and the HNSW
+index is rebuilt after a large load. Reruns with the same N reuse everything.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import random
+import re
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+from django.db import connection, transaction
+
+from rag import term_stats
+from rag.acl import Scope, user_hash
+from rag.models import Project
+
+logger = logging.getLogger(__name__)
+
+COLLECTION = "bench"
+SOURCE_TYPE = "bench"
+PROJECT_SLUG = "bench"
+DOMAINS = [f"topic-{i:02d}" for i in range(20)]
+SELECTIVE_DOMAIN = "rare"  # ~1 % of chunks: the selective filter
+HNSW_REBUILD_ABOVE = 20_000
+COPY_BATCH = 50_000
+_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])")
+
+
+def cache_dir() -> Path:
+    path = Path(settings.BASE_DIR) / "var" / "bench"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def read_sentences(corpus: Path) -> tuple[list[str], list[str], list[list[int]]]:
+    """Distinct sentences of the corpus, the abstracts' titles, and each abstract's sentence ids."""
+    sentences: list[str] = []
+    index: dict[str, int] = {}
+    titles: list[str] = []
+    docs: list[list[int]] = []
+    with (corpus / "corpus.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            doc = json.loads(line)
+            ids = []
+            for sent in _SENTENCE_RE.split(doc.get("text") or ""):
+                sent = sent.strip()
+                if len(sent.split()) < 4:
+                    continue
+                if sent not in index:
+                    index[sent] = len(sentences)
+                    sentences.append(sent)
+                ids.append(index[sent])
+            if ids:
+                titles.append((doc.get("title") or "").strip()[:500])
+                docs.append(ids)
+    return sentences, titles, docs
+
+
+def sentence_vectors(
+    sentences: list[str], embedder, *, corpus: Path, embed: bool = False, progress: Callable[[int], None] | None = None
+) -> tuple[np.ndarray, str]:
+    """A vector per sentence, and how it was obtained.
+
+    Default: reuse the real MiniLM vectors ``manage.py evaluate`` already stored for the corpus
+    (collection ``eval-<folder>``): each sentence carries the vector of the stored chunk that
+    contains it. ``embed=True`` (or no evaluated corpus) embeds every sentence for real — ~40k
+    sentences, an hour on two busy cores — cached under var/bench.
+    """
+    digest = hashlib.sha256(("\n".join(sentences) + embedder.name).encode()).hexdigest()[:16]
+    path = cache_dir() / f"sentences-{digest}.npy"
+    if path.exists():
+        return np.load(path), "real all-MiniLM-L6-v2 vector of each sentence (cached)"
+    if not embed:
+        inherited = _inherited_vectors(sentences, corpus, embedder)
+        if inherited is not None:
+            return inherited, "each sentence inherits the real all-MiniLM-L6-v2 vector of the evaluated SciFact chunk holding it"
+    out = np.zeros((len(sentences), embedder.dims), dtype=np.float32)
+    step = 512
+    for start in range(0, len(sentences), step):
+        batch = sentences[start : start + step]
+        out[start : start + len(batch)] = np.asarray(embedder.embed_documents(batch), dtype=np.float32)
+        if progress:
+            progress(len(batch))
+    np.save(path, out)
+    return out, "real all-MiniLM-L6-v2 vector of each sentence"
+
+
+def _inherited_vectors(sentences: list[str], corpus: Path, embedder) -> np.ndarray | None:
+    from rag.evaluation import collection_name
+
+    collection = collection_name(corpus)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT content, embedding::text FROM rag_chunk WHERE collection = %s AND deleted_at IS NULL "
+            "AND embedding_model = %s",
+            [collection, embedder.name],
+        )
+        stored = cursor.fetchall()
+    if not stored:
+        return None
+    index = {sent: i for i, sent in enumerate(sentences)}
+    out = np.zeros((len(sentences), embedder.dims), dtype=np.float32)
+    found = np.zeros(len(sentences), dtype=bool)
+    for content, vector in stored:
+        vec = None
+        for sent in _SENTENCE_RE.split(content):
+            i = index.get(sent.strip())
+            if i is not None and not found[i]:
+                if vec is None:
+                    vec = np.asarray(json.loads(vector), dtype=np.float32)
+                out[i], found[i] = vec, True
+    if found.mean() < 0.5:
+        return None
+    # Sentences cut by a chunk boundary: take the mean of all stored vectors as a neutral stand-in.
+    out[~found] = out[found].mean(axis=0)
+    return out
+
+
+@dataclass
+class BenchCorpus:
+    chunks: int
+    built: bool
+    build_seconds: float
+    sentences: int
+    hnsw_seconds: float = 0.0
+    vectors: str = ""
+
+
+def existing_chunks() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM rag_chunk WHERE collection = %s AND deleted_at IS NULL", [COLLECTION])
+        return cursor.fetchone()[0]
+
+
+def _vector_text(vec: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.6f}" for x in vec) + "]"
+
+
+def build_corpus(
+    n: int, *, corpus: Path, embedder, rebuild: bool = False, embed_sentences: bool = False, progress: Callable[[str, int, int], None] | None = None
+) -> BenchCorpus:
+    """Make collection ``bench`` hold exactly ``n`` recombined chunks (reused when it does)."""
+    started = time.perf_counter()
+    have = existing_chunks()
+    sentences, titles, docs = read_sentences(corpus)
+    if have == n and not rebuild:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT metadata->>'vectors' FROM rag_chunk WHERE collection = %s LIMIT 1", [COLLECTION])
+            how = cursor.fetchone()[0] or ""
+        return BenchCorpus(chunks=n, built=False, build_seconds=0.0, sentences=len(sentences), vectors=how)
+    project, _ = Project.objects.get_or_create(slug=PROJECT_SLUG, defaults={"name": "Benchmark"})
+    vectors, how = sentence_vectors(
+        sentences, embedder, corpus=corpus, embed=embed_sentences,
+        progress=(lambda k: progress("embed sentences", k, len(sentences))) if progress else None,
+    )
+
+    rng = random.Random(20240607)
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM rag_chunk WHERE collection = %s", [COLLECTION])
+    big = n >= HNSW_REBUILD_ABOVE
+    if big:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP INDEX IF EXISTS chunk_embedding_hnsw")
+    columns = (
+        "chunk_uid, collection, source_type, source_id, unit_anchor, chunk_idx, title, breadcrumb, url, content, "
+        "content_hash, embedding, embedding_model, domain, concepts, mnemonic_tags, code_languages, has_image, "
+        "pii_level, author_hash, date, metadata, visibility, project_id, owner_hash, created_at, updated_at"
+    )
+    base_date = dt.date(2020, 1, 1)
+    now = dt.datetime.now(dt.UTC)
+    written = 0
+    while written < n:
+        count = min(COPY_BATCH, n - written)
+        with transaction.atomic(), connection.cursor() as cursor, cursor.copy(f"COPY rag_chunk ({columns}) FROM STDIN") as copy:
+            for i in range(written, written + count):
+                home = rng.randrange(len(docs))
+                own = docs[home]
+                k_own = rng.randint(1, min(3, len(own)))
+                start = rng.randrange(len(own) - k_own + 1)
+                ids = own[start : start + k_own]
+                for _ in range(max(2, rng.randint(3, 6) - k_own)):  # never one source's vector alone
+                    other = docs[rng.randrange(len(docs))]
+                    ids.append(other[rng.randrange(len(other))])
+                text = " ".join(sentences[j] for j in ids)
+                vec = vectors[ids].mean(axis=0)
+                vec /= np.linalg.norm(vec) or 1.0
+                domain = SELECTIVE_DOMAIN if rng.random() < 0.01 else DOMAINS[home % len(DOMAINS)]
+                restricted = rng.random() < 0.1
+                copy.write_row(
+                    (
+                        f"{COLLECTION}:{SOURCE_TYPE}:{i}:s:0", COLLECTION, SOURCE_TYPE, str(i), "s", 0,
+                        titles[home], f"Bench › {domain}", "", text,
+                        hashlib.sha256(f"{titles[home]}\n{text}".encode()).hexdigest(), _vector_text(vec),
+                        embedder.name, domain, "{}", "{}", "{python}" if rng.random() < 0.05 else "{}",
+                        rng.random() < 0.1, 0, "", base_date + dt.timedelta(days=rng.randrange(5 * 365)),
+                        json.dumps({"bench": True, "home": home, "vectors": how}), "restricted" if restricted else "public",
+                        project.pk if restricted else None, "", now, now,
+                    )
+                )  # fmt: skip
+        written += count
+        if progress:
+            progress("load chunks", count, n)
+    hnsw_s = 0.0
+    if big:
+        t0 = time.perf_counter()
+        with connection.cursor() as cursor:
+            cursor.execute("SET maintenance_work_mem = '2GB'")
+            cursor.execute("SET max_parallel_maintenance_workers = 1")
+            cursor.execute(
+                "CREATE INDEX IF NOT EXISTS chunk_embedding_hnsw ON rag_chunk "
+                "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+            )
+            cursor.execute("RESET maintenance_work_mem")
+        hnsw_s = time.perf_counter() - t0
+    term_stats.compact()
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE rag_chunk")
+        cursor.execute("ANALYZE rag_term_stat")
+    return BenchCorpus(
+        chunks=n, built=True, build_seconds=time.perf_counter() - started, sentences=len(sentences), hnsw_seconds=hnsw_s,
+        vectors=how,
+    )
+
+
+def bench_scope() -> Scope:
+    """A regular (non-staff) member of project ``bench``: the ACL clause is part of every query."""
+    project = Project.objects.get(slug=PROJECT_SLUG)
+    return Scope(staff=False, project_ids=(project.pk,), owner_hash=user_hash("bench-user"))
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def summarise(values: list[float]) -> dict:
+    return {
+        "p50": round(percentile(values, 50), 2),
+        "p95": round(percentile(values, 95), 2),
+        "mean": round(statistics.fmean(values), 2) if values else 0.0,
+    }
+
+
+def exact_top(query_vector: list[float], k: int, where: str = "", params: list | None = None) -> list[str]:
+    """Exact nearest neighbours (sequential scan; the HNSW index is switched off)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_indexscan = off")
+        cursor.execute("SET LOCAL enable_bitmapscan = off")
+        cursor.execute(
+            f"SELECT chunk_uid FROM rag_chunk c WHERE c.collection = %s AND c.deleted_at IS NULL {where} "
+            "ORDER BY c.embedding <=> %s::vector LIMIT %s",
+            [COLLECTION, *(params or []), str(list(query_vector)), k],
+        )
+        return [r[0] for r in cursor.fetchall()]

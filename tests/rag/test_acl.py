@@ -1,0 +1,124 @@
+"""A chunk a user may not see never reaches them: not in hits, candidate counts, or scores.
+
+Property-based over random worlds of projects, memberships and chunk visibilities. The
+embedder is the deterministic stand-in: this is about who sees what, not embedding quality.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rag.acl import Scope, user_hash
+from rag.models import Chunk, Project
+from rag.search import MODES, SearchFilters, chunk_search, known_collections
+from tests.rag.search_factories import doc, load
+
+pytestmark = pytest.mark.django_db
+
+WORDS = ["closure", "promise", "index", "vector", "graph", "cell", "energy", "scope", "state", "query"]
+
+chunk_spec = st.fixed_dictionaries(
+    {
+        "words": st.lists(st.sampled_from(WORDS), min_size=2, max_size=6),
+        "visibility": st.sampled_from(["public", "restricted", "private"]),
+        "project": st.integers(0, 2),
+        "owner": st.integers(0, 2),
+        "collection": st.sampled_from(["alpha", "beta"]),
+    }
+)
+world = st.fixed_dictionaries(
+    {
+        "chunks": st.lists(chunk_spec, min_size=1, max_size=10),
+        "members": st.lists(st.sets(st.integers(0, 2), max_size=3), min_size=3, max_size=3),
+        "viewer": st.integers(0, 2),
+        "query": st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join),
+        "mode": st.sampled_from(MODES),
+        "collections": st.sampled_from([None, ["alpha"], ["beta"]]),
+    }
+)
+
+
+def _visible(spec, viewer, members) -> bool:
+    if spec["visibility"] == "public":
+        return True
+    if spec["visibility"] == "restricted":
+        return spec["project"] in members[viewer]
+    return spec["owner"] == viewer
+
+
+class Rollback(Exception):
+    pass
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(w=world)
+def test_hidden_chunks_never_change_what_a_user_gets(hashing_embedder, w):
+    try:
+        with transaction.atomic():
+            User = get_user_model()
+            users = [User.objects.create_user(username=f"u{i}") for i in range(3)]
+            projects = [Project.objects.create(slug=f"p{i}", name=f"P{i}") for i in range(3)]
+            for u, member_of in zip(users, w["members"], strict=True):
+                for p in member_of:
+                    projects[p].members.add(u)
+            docs = []
+            for i, spec in enumerate(w["chunks"]):
+                kw = {"visibility": spec["visibility"], "collection": spec["collection"]}
+                if spec["visibility"] == "restricted":
+                    kw["project"] = f"p{spec['project']}"
+                if spec["visibility"] == "private":
+                    kw["owner_hash"] = user_hash(users[spec["owner"]].pk)
+                docs.append(doc(f"d{i}", "", " ".join(spec["words"]), **kw))
+            load(docs, hashing_embedder)
+            viewer = users[w["viewer"]]
+            scope = Scope.for_user(viewer)
+            filters = SearchFilters(collections=w["collections"])
+
+            def run():
+                r = chunk_search(query=w["query"], scope=scope, filters=filters, top_k=50, mode=w["mode"], embedder=hashing_embedder)
+                return r, [(h.chunk_uid, h.score, h.vec_score, h.txt_score) for h in r.hits]
+
+            result, seen = run()
+            allowed = {
+                f"{spec['collection']}:page:d{i}:u0:0"
+                for i, spec in enumerate(w["chunks"])
+                if _visible(spec, w["viewer"], w["members"])
+            }
+            assert {uid for uid, *_ in seen} <= allowed
+            visible_collections = known_collections(scope)
+            assert set(visible_collections) == {uid.split(":")[0] for uid in allowed}
+
+            # Remove everything the viewer may not see: hits, scores (IDF!) and counts must not move.
+            with transaction.atomic():
+                Chunk.objects.exclude(chunk_uid__in=allowed).delete()
+                alone, seen_alone = run()
+                assert seen_alone == seen
+                assert alone.candidates == result.candidates
+                transaction.set_rollback(True)
+            raise Rollback
+    except Rollback:
+        pass
+
+
+def test_member_sees_restricted_chunk_and_non_member_does_not(user, other_user, hashing_embedder):
+    project = Project.objects.create(slug="secret", name="Secret")
+    project.members.add(user)
+    load(
+        [
+            doc("open", "Open", "shared knowledge about vectors"),
+            doc("closed", "Closed", "secret knowledge about vectors", visibility="restricted", project="secret"),
+            doc("mine", "Mine", "private knowledge about vectors", visibility="private", owner_hash=user_hash(other_user.pk)),
+        ],
+        hashing_embedder,
+    )
+    for mode in MODES:
+        member = chunk_search(query="knowledge vectors", scope=Scope.for_user(user), mode=mode, embedder=hashing_embedder)
+        outsider = chunk_search(query="knowledge vectors", scope=Scope.for_user(other_user), mode=mode, embedder=hashing_embedder)
+        assert {h.source_id for h in member.hits} == {"open", "closed"}
+        assert {h.source_id for h in outsider.hits} == {"open", "mine"}
+    anonymous = chunk_search(query="secret", scope=Scope.for_user(None), mode="fulltext", embedder=hashing_embedder)
+    assert anonymous.hits == []
