@@ -18,12 +18,12 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DataError, connection, transaction
 
 from feedback.ranking import rescore
 from rag.acl import Scope
 from rag.embeddings import Embedder, get_embedder
-from rag.selectors import check_query_model
+from rag.selectors import EmbeddingModelMismatch, check_query_model
 
 logger = logging.getLogger(__name__)
 
@@ -316,6 +316,23 @@ _checked_models: dict[str, float] = {}
 MODEL_CHECK_SECONDS = 60.0
 
 
+def reset_model_check() -> None:
+    """Forget which query models were checked (the index just moved to another model)."""
+    _checked_models.clear()
+
+
+def _dimension_mismatch(exc: Exception, embedder: Embedder | None) -> Exception:
+    """A vector of another size than the column's: the index moved since the last check."""
+    if "dimensions" not in str(exc):
+        return exc
+    reset_model_check()
+    name = getattr(embedder, "name", "the query model")
+    return EmbeddingModelMismatch(
+        f"The index holds vectors of another size than {name} makes. "
+        f"Run `manage.py reembed` to move the index to {name}, or configure the model the index uses."
+    )
+
+
 def _check_query_model(name: str) -> None:
     """``check_query_model`` scans every live chunk; once a minute per model is enough."""
     now = time.monotonic()
@@ -404,7 +421,10 @@ def chunk_search(
         if mode != "fulltext":
             cursor.execute(f"SET LOCAL hnsw.ef_search = {int(min(max(n, 40), 1000))}")
             cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute(_candidate_sql(where, mode), named)
+        try:
+            cursor.execute(_candidate_sql(where, mode), named)
+        except DataError as exc:
+            raise _dimension_mismatch(exc, embedder) from exc
         columns = [col.name for col in cursor.description]
         rows = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
     for r in rows:

@@ -405,5 +405,8 @@ def index_reembed(
             ALTER INDEX {table}_embedding_next_hnsw RENAME TO chunk_embedding_hnsw;
             """
         )
+    from rag.search import reset_model_check
+
+    reset_model_check()
     logger.info("re-embedded %s chunks with %s (%s dims)", moved, target.name, dims)
     return {"reembedded": moved, "model": target.name, "dims": dims}

@@ -10,8 +10,8 @@ import json
 import pytest
 from django.core.management import call_command
 
-from feedback.beir import load_queries_qrels
 from feedback.services import feedback_submit
+from rag.evaluation import load_dataset
 
 from .conftest import record, uid
 
@@ -97,9 +97,9 @@ def test_qrels_export_is_a_beir_folder(tmp_path, labelled):
     }
     assert corpus[uid("css-grid")]["title"] == "CSS grid layout"
     # the evaluation reader sees the positives (queries without one are left out, as BEIR does)
-    loaded_queries, qrels = load_queries_qrels(tmp_path, "test")
-    assert loaded_queries == {qa: "javascript closures scope"}
-    assert qrels == {qa: {uid("closures-guide"): 1, uid("closures-faq"): 1}}
+    loaded = load_dataset(tmp_path, "test")
+    assert loaded.queries == {qa: "javascript closures scope"}
+    assert loaded.qrels == {qa: {uid("closures-guide"): 1, uid("closures-faq"): 1}}
 
 
 def test_judged_only_corpus(tmp_path, labelled):

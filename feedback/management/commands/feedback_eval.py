@@ -64,14 +64,15 @@ class Command(BaseCommand):
         json: bool,
         **opts,
     ):
-        from feedback.beir import DatasetError, collection_name, ingest_corpus, load_queries_qrels
         from rag.embeddings import get_embedder
+        from rag.evaluation import DatasetError, collection_name, ingest_corpus, load_dataset
 
         if not 0 < judged_fraction < 1:
             raise CommandError("--judged-fraction must be between 0 and 1")
         path = Path(dataset)
         try:
-            queries, qrels = load_queries_qrels(path, split)
+            dataset = load_dataset(path, split)
+            queries, qrels = dataset.queries, dataset.qrels
         except DatasetError as exc:
             raise CommandError(str(exc)) from exc
         ids = sorted(queries)
