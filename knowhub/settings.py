@@ -280,3 +280,6 @@ KNOWHUB_BM25_B = env.float("KNOWHUB_BM25_B", default=0.4)
 # Rows the keyword side may match per query beyond MaxScore's first pass (0 = exact BM25 top-n
 # whatever it costs). bench_search measures the overlap with the exact top-n.
 KNOWHUB_TEXT_MAX_MATCHES = env.int("KNOWHUB_TEXT_MAX_MATCHES", default=0)
+# Lexemes in more than this share of the visible chunks never generate keyword candidates
+# (they still score them); the rarest lexeme always does. 0 = match every query lexeme.
+KNOWHUB_BM25_MATCH_MAX_DF = env.float("KNOWHUB_BM25_MATCH_MAX_DF", default=0.05)

@@ -33,6 +33,8 @@ MAX_TSQUERY_TERMS = 64
 RRF_K = 60
 # MaxScore's first pass matches the rarest lexemes up to this many rows (or 20 × candidates).
 MAXSCORE_MIN_BUDGET = 2000
+# Text candidates always come from at least this many of the rarest lexemes, whatever their df.
+MATCH_MIN_TERMS = 1
 
 
 @dataclass
@@ -239,8 +241,12 @@ def _text_candidates(cursor, terms: TermWeights, where: str, params: dict, n: in
     ``idf·(k1+1)``, so once the ``n``-th best score θ among chunks holding the rarer lexemes
     exceeds the summed bounds of the commonest ones, a chunk holding only common lexemes cannot
     enter the top ``n`` and those lexemes need not be matched (they are still scored).
-    ``KNOWHUB_TEXT_MAX_MATCHES`` (0: no cap) bounds the rows a later pass may match; past it the
-    first pass' top ``n`` is kept, an approximation measured by ``bench_search``.
+    When θ is too low for that, lexemes held by more than ``KNOWHUB_BM25_MATCH_MAX_DF`` of the
+    visible chunks (``_match_limit``) are still never matched: they still score every candidate,
+    only a chunk holding nothing but such common words is not generated as a text candidate
+    (it can still arrive through the vector side). ``KNOWHUB_TEXT_MAX_MATCHES`` (0: no cap)
+    bounds the rows a later pass may match; past it the first pass' top ``n`` is kept. Both
+    are approximations, measured by ``evaluate`` (quality) and ``bench_search`` (overlap).
     Plan per pass: Bitmap Index Scan on chunk_tsv_gin → Bitmap Heap Scan → top-N sort.
     """
     sql = f"""
@@ -257,6 +263,7 @@ def _text_candidates(cursor, terms: TermWeights, where: str, params: dict, n: in
         while count < len(terms.lexemes) and (count == 0 or matched + terms.dfs[count] <= budget):
             matched += terms.dfs[count]
             count += 1
+    allowed = max(count, _match_limit(terms))
     while True:
         cursor.execute(sql, {**params, "match": terms.tsquery(terms.lexemes[:count]), "n": n})
         rows = [(int(i), float(score)) for i, score in cursor.fetchall()]
@@ -268,12 +275,29 @@ def _text_candidates(cursor, terms: TermWeights, where: str, params: dict, n: in
             needed += 1
         if needed == count:
             return rows
+        if needed > allowed:
+            if count >= allowed:  # only common lexemes left: keep the rarer ones' top n
+                return rows
+            needed = allowed
         cap = settings.KNOWHUB_TEXT_MAX_MATCHES
         if cap and sum(terms.dfs[:needed]) > max(cap, budget):
             # Bounded work: keep the rarest lexemes' top n rather than score a large share of
             # the index (bench_search reports the overlap with the exact top n).
             return rows
         count = needed
+
+
+def _match_limit(terms: TermWeights) -> int:
+    """How many of the (rarest-first) lexemes text candidates may be matched on.
+
+    Those with ``df ≤ KNOWHUB_BM25_MATCH_MAX_DF · N`` (0: all), but at least the rarest
+    ``MATCH_MIN_TERMS`` so a query of only common words still finds chunks.
+    """
+    max_df = settings.KNOWHUB_BM25_MATCH_MAX_DF
+    if not max_df:
+        return len(terms.lexemes)
+    limit = sum(1 for df in terms.dfs if df <= max_df * terms.docs)
+    return max(limit, min(MATCH_MIN_TERMS, len(terms.lexemes)))
 
 
 def _candidate_sql(where: str, mode: str) -> str:

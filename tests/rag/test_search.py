@@ -195,9 +195,11 @@ def test_term_stats_follow_upserts_updates_soft_and_hard_deletes(local_embedder)
     assert term_stats.rebuild() > 0 and term_stats.drift() == 0
 
 
-def test_maxscore_pruning_returns_exactly_the_full_bm25_top_n(hashing_embedder, monkeypatch):
+def test_maxscore_pruning_returns_exactly_the_full_bm25_top_n(hashing_embedder, monkeypatch, settings):
     """Force the first pass down to the rarest lexeme: the top-n must equal scoring every match."""
     import rag.search as search_module
+
+    settings.KNOWHUB_BM25_MATCH_MAX_DF = 0  # exactness is the point here: no common-lexeme cut-off
 
     words = ["alpha", "beta", "gamma", "delta"]
     docs = []
@@ -222,3 +224,54 @@ def test_maxscore_pruning_returns_exactly_the_full_bm25_top_n(hashing_embedder, 
     assert matched and matched[-1] < 5  # 'common' was never matched, only scored
     assert [(h.chunk_uid, h.txt_score) for h in pruned.hits] == [(h.chunk_uid, h.txt_score) for h in full.hits]
     assert len(pruned.hits) == 10
+
+
+def _common_word_corpus(embedder):
+    """'cell' and 'membrane' in every filler chunk (far above 5 %), 'zeolite' in exactly one chunk."""
+    filler = [
+        doc(f"c{i}", f"Cell note {i}", f"The cell membrane of sample {i} was stained; each cell was counted on day {i}.")
+        for i in range(80)
+    ]
+    rare = doc("rare", "Catalysts", "A zeolite catalyst sits in the reactor cell of the refinery.")
+    load([*filler, rare], embedder)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_common_word_is_scored_but_not_matched_and_the_rare_word_chunk_wins(local_embedder, monkeypatch, settings, mode):
+    """n = 3 keeps MaxScore's first-pass budget (20·n) below the 81 chunks holding 'cell'."""
+    import rag.search as search_module
+
+    _common_word_corpus(local_embedder)
+    monkeypatch.setattr(search_module, "MAXSCORE_MIN_BUDGET", 1)
+    settings.KNOWHUB_BM25_MATCH_MAX_DF = 0
+    exact = search("zeolite cell", local_embedder, mode=mode, top_k=3, candidates=3)
+    settings.KNOWHUB_BM25_MATCH_MAX_DF = 0.05
+    matched: list[list[str]] = []
+    original = search_module.TermWeights.tsquery
+
+    def spy(self, lexemes=None):
+        if lexemes is not None:
+            matched.append(list(lexemes))
+        return original(self, lexemes)
+
+    monkeypatch.setattr(search_module.TermWeights, "tsquery", spy)
+    result = search("zeolite cell", local_embedder, mode=mode, top_k=3, candidates=3)
+    assert result.hits[0].source_id == "rare" == exact.hits[0].source_id
+    if mode != "vector":
+        assert matched and all(lexemes == ["zeolit"] for lexemes in matched)  # 'cell' never matched...
+        # ...but still scored: the rare chunk's text score counts both words, as in the exact run.
+        assert result.hits[0].txt_score == pytest.approx(exact.hits[0].txt_score)
+        assert result.hits[0].score == pytest.approx(exact.hits[0].score)
+
+
+@pytest.mark.parametrize("mode", ["fulltext", "hybrid"])
+def test_query_of_only_common_words_still_returns_text_matches(local_embedder, monkeypatch, settings, mode):
+    import rag.search as search_module
+
+    _common_word_corpus(local_embedder)
+    settings.KNOWHUB_BM25_MATCH_MAX_DF = 0.05
+    monkeypatch.setattr(search_module, "MAXSCORE_MIN_BUDGET", 1)
+    result = search("cell membrane", local_embedder, mode=mode, top_k=3, candidates=3)
+    assert len(result.hits) == 3
+    assert all("cell membrane" in h.content for h in result.hits)
+    assert all(h.txt_score > 0 for h in result.hits)
