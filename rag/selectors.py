@@ -19,6 +19,15 @@ def pgvector_version() -> str | None:
     return row[0] if row else None
 
 
+def embedding_column_dims() -> int:
+    """The dimension the index's vector column holds now (``reembed`` can change it)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'rag_chunk'::regclass AND attname = 'embedding'"
+        )
+        return cursor.fetchone()[0]
+
+
 def index_models() -> list[str]:
     """The embedding models that produced the live chunks."""
     return list(

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from rag.acl import Scope
 from rag.models import Chunk
 from rag.search import chunk_search
-from rag.selectors import EmbeddingModelMismatch
+from rag.selectors import EmbeddingModelMismatch, embedding_column_dims
 from rag.services import chunk_upsert, index_reembed
 from rag.units import SourceDocument, Unit
 from tests.conftest import HashingEmbedder
@@ -24,11 +23,7 @@ TOPICS = [
 
 
 def _column_dims() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'rag_chunk'::regclass AND attname = 'embedding'"
-        )
-        return cursor.fetchone()[0]
+    return embedding_column_dims()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -8,6 +8,7 @@ from tqdm import tqdm
 
 from rag.embeddings import EmbeddingError, build_embedder
 from rag.models import Chunk
+from rag.selectors import embedding_column_dims
 from rag.services import index_reembed
 
 
@@ -38,7 +39,7 @@ class Command(BaseCommand):
         except EmbeddingError as exc:
             raise CommandError(str(exc)) from exc
         models = set(Chunk.objects.values_list("embedding_model", flat=True).distinct())
-        if models <= {target.name} and dims == settings.KNOWHUB_EMBEDDING_DIMS and not o["force"]:
+        if models <= {target.name} and dims == embedding_column_dims() and not o["force"]:
             result = {"reembedded": 0, "model": target.name, "dims": dims, "detail": "already on this model"}
         else:
             total = Chunk.objects.count()
