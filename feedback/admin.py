@@ -12,10 +12,17 @@ from django.db import transaction
 from django.db.models import Q
 from django.http import HttpResponse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from feedback import selectors, services
-from feedback.models import ClickEvent, Interaction, Judgment, JudgmentLog, RankingConfig
+from feedback.models import (
+    ClickEvent,
+    Interaction,
+    Judgment,
+    JudgmentLog,
+    RankingConfig,
+)
+from feedback.ranking import RankingWeights
 
 logger = logging.getLogger(__name__)
 
@@ -69,11 +76,26 @@ class ReviewerFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         if self.value():
-            return queryset.filter(Q(reviewed_by_id=self.value()) | Q(judgments__labelled_by_id=self.value())).distinct()
+            return queryset.filter(
+                Q(reviewed_by_id=self.value()) | Q(judgments__labelled_by_id=self.value())
+            ).distinct()
         return queryset
 
 
 # --- interactions: the review queue -----------------------------------------------------------
+
+
+def _judgment_save(judgment: Judgment, *, interaction: Interaction, actor) -> None:
+    """An admin form's judgment goes through the service, so it is logged like any other."""
+    services.judgment_set(
+        interaction=interaction,
+        chunk_uid=judgment.chunk_uid,
+        preferred_over=judgment.preferred_over,
+        label=judgment.label,
+        reason=judgment.reason,
+        actor=actor,
+        source="admin",
+    )
 
 
 class JudgmentInline(admin.TabularInline):
@@ -105,12 +127,20 @@ class InteractionAdmin(admin.ModelAdmin):
         "reviewed_by",
         "created_at",
     )
-    list_filter = ("outcome", CollectionFilter, ("created_at", admin.DateFieldListFilter), ReviewerFilter, LabelledFilter, "kind")
+    list_filter = (
+        "outcome", CollectionFilter, ("created_at", admin.DateFieldListFilter), ReviewerFilter, LabelledFilter, "kind"
+    )
     search_fields = ("query", "answer", "comment")
     list_per_page = 50
     inlines = [JudgmentInline]
-    fields = ("query", "kind", "user", "answer", "outcome", "comment", "filters", "strategy", "model", "cost_usd", "latency_ms", "reviewed_by", "reviewed_at", "created_at")
-    readonly_fields = ("query", "kind", "user", "answer", "filters", "strategy", "model", "cost_usd", "latency_ms", "reviewed_by", "reviewed_at", "created_at")
+    fields = (
+        "query", "kind", "user", "answer", "outcome", "comment", "filters", "strategy", "model", "cost_usd",
+        "latency_ms", "reviewed_by", "reviewed_at", "created_at",
+    )
+    readonly_fields = (
+        "query", "kind", "user", "answer", "filters", "strategy", "model", "cost_usd", "latency_ms", "reviewed_by",
+        "reviewed_at", "created_at",
+    )
     actions = [
         "mark_reviewed",
         "label_used_sources_positive",
@@ -166,15 +196,7 @@ class InteractionAdmin(admin.ModelAdmin):
         for judgment in formset.deleted_objects:
             services.judgment_delete(judgment=judgment, actor=request.user, source="admin")
         for judgment in instances:
-            services.judgment_set(
-                interaction=form.instance,
-                chunk_uid=judgment.chunk_uid,
-                preferred_over=judgment.preferred_over,
-                label=judgment.label,
-                reason=judgment.reason,
-                actor=request.user,
-                source="admin",
-            )
+            _judgment_save(judgment, interaction=form.instance, actor=request.user)
         return None
 
     def save_related(self, request, form, formsets, change):
@@ -236,7 +258,9 @@ class InteractionAdmin(admin.ModelAdmin):
                 if which == "selected":
                     uids = [u for u in interaction.selected or [] if u not in labelled]
                 else:
-                    uids = [r.get("chunk_uid") for r in interaction.retrieved or [] if r.get("chunk_uid") not in labelled]
+                    uids = [
+                        r.get("chunk_uid") for r in interaction.retrieved or [] if r.get("chunk_uid") not in labelled
+                    ]
                 if not uids:
                     continue
                 result = services.judgments_apply(
@@ -287,8 +311,13 @@ class JudgmentAdmin(admin.ModelAdmin):
     list_filter = ("label", ("updated_at", admin.DateFieldListFilter), "labelled_by")
     search_fields = ("chunk_uid", "interaction__query", "reason")
     raw_id_fields = ("interaction",)
-    fields = ("interaction", "chunk_uid", "preferred_over", "label", "reason", "document_key", "labelled_by", "created_at", "updated_at")
-    readonly_fields = ("interaction", "chunk_uid", "preferred_over", "document_key", "labelled_by", "created_at", "updated_at")
+    fields = (
+        "interaction", "chunk_uid", "preferred_over", "label", "reason", "document_key", "labelled_by", "created_at",
+        "updated_at",
+    )
+    readonly_fields = (
+        "interaction", "chunk_uid", "preferred_over", "document_key", "labelled_by", "created_at", "updated_at"
+    )
     actions = ["flip_label", "delete_logged"]
 
     def get_actions(self, request):
@@ -304,15 +333,7 @@ class JudgmentAdmin(admin.ModelAdmin):
         return obj.interaction.query[:80]
 
     def save_model(self, request, obj, form, change):
-        services.judgment_set(
-            interaction=obj.interaction,
-            chunk_uid=obj.chunk_uid,
-            preferred_over=obj.preferred_over,
-            label=obj.label,
-            reason=obj.reason,
-            actor=request.user,
-            source="admin",
-        )
+        _judgment_save(obj, interaction=obj.interaction, actor=request.user)
 
     def delete_model(self, request, obj):
         services.judgment_delete(judgment=obj, actor=request.user, source="admin")
@@ -376,10 +397,18 @@ class ClickEventAdmin(_ReadOnly):
 class RankingConfigAdmin(admin.ModelAdmin):
     """Every tuned configuration, active or not; restore an earlier one with the action."""
 
-    list_display = ("id", "active", "weights_summary", "validation", "note", "created_by", "created_at", "activated_at")
+    list_display = (
+        "id", "active", "weights_summary", "validation", "folds_summary", "note", "created_by", "created_at",
+        "activated_at",
+    )  # fmt: skip
     list_filter = ("active",)
-    fields = ("active", "weights", "metrics", "note", "created_by", "created_at", "activated_at")
-    readonly_fields = ("active", "weights", "metrics", "created_by", "created_at", "activated_at")
+    fields = (
+        "active", "feature_table", "fold_table", "weights", "metrics", "note", "created_by", "created_at",
+        "activated_at",
+    )  # fmt: skip
+    readonly_fields = (
+        "active", "feature_table", "fold_table", "weights", "metrics", "created_by", "created_at", "activated_at",
+    )  # fmt: skip
     actions = ["restore", "use_static_hybrid"]
 
     def has_add_permission(self, request):
@@ -404,6 +433,59 @@ class RankingConfigAdmin(admin.ModelAdmin):
         if "before" not in v:
             return "–"
         return format_html("{} → <b>{}</b>", v["before"], v["after"])
+
+    @admin.display(description="held-out folds")
+    def folds_summary(self, obj):
+        folds = (obj.metrics or {}).get("folds") or []
+        if not folds:
+            return "–"
+        won = sum(1 for f in folds if f["after"] > f["before"])
+        worst = min(f["after"] - f["before"] for f in folds)
+        return f"gain on {won}/{len(folds)} (worst {worst:+.4f})"
+
+    @admin.display(description="weights and confidence")
+    def feature_table(self, obj):
+        """Each weight next to the defaults and to what the cross-validation folds chose: a weight
+        every fold moved the same way is one to trust; a wide spread says the data is thin."""
+        weights = obj.weights or {}
+        features = (obj.metrics or {}).get("features") or {}
+        defaults = RankingWeights.default().as_dict()
+        rows = []
+        order = list(defaults)  # the fields' order (the stored JSON comes back key-sorted)
+        for name, value in sorted(
+            weights.items(), key=lambda kv: (kv[0] not in order, order.index(kv[0]) if kv[0] in order else 0)
+        ):
+            f = features.get(name) or {}
+            agreement = f.get("agreement")
+            if agreement is None:
+                confidence = "not cross-validated"
+            else:
+                level = "high" if agreement >= 0.99 else "medium" if agreement >= 0.6 else "low"
+                confidence = f"{level}: {agreement:.0%} of folds agree"
+            spread = (
+                f"{f['fold_mean']:g} ± {f['fold_sd']:g}" if "fold_mean" in f else "–"
+            )
+            rows.append((name.removeprefix("w_"), f"{value:g}", f"{defaults.get(name, 0.0):g}", spread, confidence))
+        return format_html(
+            "<table class='ranking-features'><thead><tr><th>feature</th><th>weight</th><th>default</th>"
+            "<th>folds (mean ± sd)</th><th>confidence</th></tr></thead><tbody>{}</tbody></table>",
+            format_html_join("", "<tr><td>{}</td><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td></tr>", rows),
+        )
+
+    @admin.display(description="held-out folds")
+    def fold_table(self, obj):
+        folds = (obj.metrics or {}).get("folds") or []
+        if not folds:
+            return "–"
+        rows = [
+            (f["fold"], f["validation"], f["before"], f["after"], f"{f['after'] - f['before']:+.4f}")
+            for f in folds
+        ]
+        return format_html(
+            "<table class='ranking-folds'><thead><tr><th>fold</th><th>held-out queries</th>"
+            "<th>nDCG@10 before</th><th>after</th><th>gain</th></tr></thead><tbody>{}</tbody></table>",
+            format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", rows),
+        )
 
     @admin.action(description="Restore this configuration (make it the active one)")
     def restore(self, request, queryset):

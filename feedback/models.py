@@ -182,7 +182,11 @@ class ClickEvent(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(name="click_interaction_idx", fields=["interaction", "chunk_uid"])]
+        indexes = [
+            models.Index(name="click_interaction_idx", fields=["interaction", "chunk_uid"]),
+            # the label effect looks up the clicks on a search's candidate chunks
+            models.Index(name="click_chunk_uid_idx", fields=["chunk_uid"]),
+        ]
 
     def __str__(self) -> str:
         return f"click {self.chunk_uid} @{self.rank}"
@@ -222,3 +226,60 @@ class RankingConfig(models.Model):
     def __str__(self) -> str:
         flag = " (active)" if self.active else ""
         return f"ranking #{self.pk}{flag}"
+
+
+# --- learning sessions: contested grades ---------------------------------------------------------
+
+
+class GradeContest(models.Model):
+    """A learner's objection to how a session test answer was graded: a judgment on the grader.
+
+    Kept apart from ``Judgment`` (which labels retrieved chunks for ranking) but reviewed in the
+    same admin queue: staff uphold the grade or accept the answer, which re-scores the session.
+    """
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        UPHELD = "upheld", "Grade stands"
+        ACCEPTED = "accepted", "Answer accepted"
+
+    session = models.ForeignKey(
+        "learning_sessions.LearningSession", on_delete=models.CASCADE, related_name="grade_contests"
+    )
+    learner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="grade_contests",
+    )
+    test_index = models.PositiveSmallIntegerField(help_text="0-based index of the test in the session")
+    question = models.TextField()
+    answer = models.TextField()
+    expected = models.TextField()
+    score = models.FloatField()
+    passed = models.BooleanField()
+    explanation = models.TextField(blank=True, default="", help_text="what the grader told the learner")
+    reason = models.TextField(blank=True, default="", help_text="why the learner thinks the grade is wrong")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    review_note = models.TextField(blank=True, default="")
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="reviewed_grade_contests",
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(name="gradecontest_one_per_test", fields=["session", "test_index"]),
+        ]
+        indexes = [models.Index(name="gradecontest_status_idx", fields=["status", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"contest #{self.pk} on session {self.session_id} test {self.test_index + 1} ({self.status})"

@@ -4,15 +4,16 @@ Two mechanisms, each switchable in settings:
 
 * **Tuned fusion** (``KNOWHUB_FEEDBACK_TUNED_RANKING``). The active ``RankingConfig`` replaces the
   static 0.7/0.3 hybrid with ``w_vec·vec + w_txt·txt + w_title·title_match + w_recency·recency +
-  w_judgment·document_balance``. ``fit_weights`` chooses those weights by coordinate search on the
-  labelled interactions; ``manage.py tune_ranking`` activates them only when they beat the current
-  ones on a held-back validation split.
+  w_judgment·document_balance``. ``feedback.fitting`` chooses those weights (cross-validated,
+  regularised toward the defaults, from judgments, pairwise preferences and position-debiased
+  clicks); ``manage.py tune_ranking`` activates them only when they win on every held-out fold.
 * **Direct label effect** (``KNOWHUB_FEEDBACK_LABEL_EFFECT``). A chunk labelled for a query whose
-  embedding is within ``KNOWHUB_FEEDBACK_PARAPHRASE_SIMILARITY`` (cosine) of the current query moves
-  by at most ``+KNOWHUB_FEEDBACK_LABEL_BOOST`` (positive) or ``−KNOWHUB_FEEDBACK_LABEL_PENALTY``
-  (negative), scaled by that similarity. Only chunks already among the search's candidates move,
-  and unrelated queries (below the similarity threshold) are untouched — a label can never pull a
-  chunk from nowhere to the top.
+  embedding is close to the current query moves by at most ``+KNOWHUB_FEEDBACK_LABEL_BOOST``
+  (positive) or ``−KNOWHUB_FEEDBACK_LABEL_PENALTY`` (negative). Full strength from cosine
+  ``KNOWHUB_FEEDBACK_PARAPHRASE_SIMILARITY`` up, fading linearly to nothing at
+  ``KNOWHUB_FEEDBACK_LABEL_REACH`` (see ``label_strength``). Only chunks already among the search's
+  candidates move, and unrelated queries (below the reach) are untouched — a label can never pull
+  a chunk from nowhere to the top.
 
 Both only act on the weighted ``hybrid`` mode: ``vector``, ``fulltext`` and ``rrf`` stay pure so
 ``manage.py evaluate`` can still compare the raw signals.
@@ -25,76 +26,20 @@ import contextvars
 import datetime as dt
 import logging
 import math
-import random
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, fields
 
 from django.conf import settings
 from django.utils import timezone
 
+from rag.words import STOPWORDS
+
 logger = logging.getLogger(__name__)
 
 FEATURES = ("vec", "txt", "title", "recency", "judgment")
-
-# Grids searched per coordinate. ``alpha`` is w_vec (w_txt = 1 − alpha), so the fused score keeps
-# the [0, 1] scale the direct label effect's bounds are expressed in.
-ALPHA_GRID = tuple(round(x * 0.05, 2) for x in range(21))
-TITLE_GRID = (0.0, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3)
-RECENCY_GRID = (0.0, 0.025, 0.05, 0.1, 0.2)
-JUDGMENT_GRID = (0.0, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2)
-
-_STOP = frozenset(
-    {
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "this",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "do",
-        "does",
-        "did",
-        "can",
-        "my",
-        "me",
-        "we",
-        "you",
-        "your",
-        "our",
-        "not",
-        "no",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -144,11 +89,16 @@ _override: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def ranking_override(
-    *, weights: RankingWeights | None = None, tuned: bool | None = None, labels: bool | None = None
+    *,
+    weights: RankingWeights | None = None,
+    tuned: bool | None = None,
+    labels: bool | None = None,
+    reach: float | None = None,
 ) -> Iterator[None]:
     """Within the block, search uses ``weights`` (instead of the active config) and/or turns the
-    tuned weights or the direct label effect on or off. For evaluation and fitting code."""
-    token = _override.set({"weights": weights, "tuned": tuned, "labels": labels})
+    tuned weights or the direct label effect on or off, or gives the label effect another reach.
+    For evaluation and fitting code."""
+    token = _override.set({"weights": weights, "tuned": tuned, "labels": labels, "reach": reach})
     try:
         yield
     finally:
@@ -160,11 +110,12 @@ def feedback_disabled():
     return ranking_override(tuned=False, labels=False)
 
 
-def _switch(name: str, setting: str) -> bool:
+def _switch(name: str, configured: bool) -> bool:
+    """The override of feature ``name`` if one is set, else its setting (``configured``)."""
     current = _override.get()
     if current is not None and current.get(name) is not None:
         return bool(current[name])
-    return bool(getattr(settings, setting, True))
+    return bool(configured)
 
 
 # --- features ---------------------------------------------------------------------------------
@@ -173,7 +124,7 @@ def _switch(name: str, setting: str) -> bool:
 def query_terms(text: str) -> set[str]:
     """Content words of a query, lower-cased, crudely de-pluralised (for the title feature)."""
     return {
-        _norm(w) for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP and len(w) > 1
+        _norm(w) for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS and len(w) > 1
     }
 
 
@@ -251,7 +202,7 @@ def rescore(
         return rows
     try:
         _apply_tuned(rows, query=query, weights_given=weights_given)
-        if query_vector is not None and _switch("labels", "KNOWHUB_FEEDBACK_LABEL_EFFECT"):
+        if query_vector is not None and _switch("labels", settings.KNOWHUB_FEEDBACK_LABEL_EFFECT):
             from feedback.selectors import judgment_adjustments
 
             deltas = judgment_adjustments(
@@ -273,11 +224,9 @@ def _apply_tuned(rows: list[dict], *, query: str, weights_given: bool) -> None:
     current = _override.get() or {}
     weights = current.get("weights")
     if weights is None:
-        if weights_given or not _switch("tuned", "KNOWHUB_FEEDBACK_TUNED_RANKING"):
+        if weights_given or not _switch("tuned", settings.KNOWHUB_FEEDBACK_TUNED_RANKING):
             return
-        from feedback.selectors import active_ranking_weights
-
-        weights = active_ranking_weights()
+        weights = _active_weights()
         if weights is None:
             return
     doc_balance: dict[str, float] = {}
@@ -293,157 +242,126 @@ def _apply_tuned(rows: list[dict], *, query: str, weights_given: bool) -> None:
         r["score"] = fused(row_features(r, terms, doc_balance, today), weights)
 
 
-# --- fitting ----------------------------------------------------------------------------------
+ACTIVE_WEIGHTS_SECONDS = 10.0
+_active_cache: dict[str, tuple[float, RankingWeights | None]] = {}
+_active_lock = threading.Lock()
 
 
-@dataclass
-class Candidate:
-    chunk_uid: str
-    doc_key: str
-    features: tuple[float, ...]  # judgment feature left at 0: it depends on which labels count
+def _active_weights() -> RankingWeights | None:
+    """The active configuration's weights, read at most once per ``ACTIVE_WEIGHTS_SECONDS`` per
+    process (one query saved on nearly every hybrid search; weights only, nothing a caller's ACL
+    governs). Activating a configuration in this process is seen at its commit
+    (``forget_active_weights``); in another process within the TTL. Inside a transaction the
+    database is read every time: a configuration just written there must count, and one a
+    rollback will undo must never be remembered."""
+    from django.db import connection
+
+    from feedback.selectors import active_ranking_weights
+
+    if connection.in_atomic_block:
+        return active_ranking_weights()
+    now = time.monotonic()
+    hit = _active_cache.get(connection.alias)
+    if hit is not None and now - hit[0] < ACTIVE_WEIGHTS_SECONDS:
+        return hit[1]
+    weights = active_ranking_weights()
+    with _active_lock:
+        _active_cache[connection.alias] = (now, weights)
+    return weights
 
 
-@dataclass
-class LabelledQuery:
-    """One distinct query with its candidates and the chunks people judged relevant."""
+def forget_active_weights(**_kwargs) -> None:
+    """Drop the cached active weights (a configuration was saved; also at each commit of one)."""
+    from django.db import transaction
 
-    group: str
-    query: str
-    candidates: list[Candidate]
-    positives: set[str]  # chunk uids (or doc keys, at document granularity)
-    interaction_ids: list[int] = field(default_factory=list)
-    # judgments of this query per document: {doc_key: (pos, neg)}, for leave-one-query-out
-    doc_labels: dict[str, tuple[int, int]] = field(default_factory=dict)
+    _active_cache.clear()
+    transaction.on_commit(_active_cache.clear)
 
 
-def ndcg_at(ranked: Sequence[str], relevant: set[str], k: int = 10) -> float:
-    dcg = sum(1.0 / math.log2(i + 2) for i, key in enumerate(ranked[:k]) if key in relevant)
-    idcg = sum(1.0 / math.log2(i + 2) for i in range(min(len(relevant), k)))
-    return dcg / idcg if idcg else 0.0
+# --- the direct label effect -----------------------------------------------------------------
 
 
-def _doc_counts(queries: Iterable[LabelledQuery]) -> dict[str, list[int]]:
-    totals: dict[str, list[int]] = {}
-    for q in queries:
-        for key, (pos, neg) in q.doc_labels.items():
-            t = totals.setdefault(key, [0, 0])
-            t[0] += pos
-            t[1] += neg
-    return totals
+def label_strength(similarity: float, *, full: float, reach: float) -> float:
+    """How much a label on a query at cosine ``similarity`` counts for the current query (0…1).
 
-
-@dataclass
-class _Prepared:
-    query: LabelledQuery
-    feats: list[tuple[float, ...]]
-    keys: list[str]
-
-
-def _prepare(
-    queries: list[LabelledQuery], label_source: list[LabelledQuery], granularity: str
-) -> list[_Prepared]:
-    """Fill the judgment feature from ``label_source``'s labels, leaving each query's own out."""
-    totals = _doc_counts(label_source)
-    in_source = {id(q) for q in label_source}
-    prepared = []
-    for q in queries:
-        own = q.doc_labels if id(q) in in_source else {}
-        feats, keys = [], []
-        for c in q.candidates:
-            pos, neg = totals.get(c.doc_key, (0, 0))
-            opos, oneg = own.get(c.doc_key, (0, 0))
-            b = balance(pos - opos, neg - oneg)
-            feats.append(c.features[:4] + (b,))
-            keys.append(c.doc_key if granularity == "document" else c.chunk_uid)
-        prepared.append(_Prepared(q, feats, keys))
-    return prepared
-
-
-def _mean_ndcg(prepared: list[_Prepared], weights: RankingWeights, k: int = 10) -> float:
-    if not prepared:
-        return 0.0
-    w = weights.vector()
-    total = 0.0
-    for p in prepared:
-        order = sorted(
-            range(len(p.keys)),
-            key=lambda i: (-sum(a * b for a, b in zip(p.feats[i], w, strict=True)), p.keys[i]),
-        )
-        ranked, seen = [], set()
-        for i in order:
-            key = p.keys[i]
-            if key in seen:
-                continue
-            seen.add(key)
-            ranked.append(key)
-            if len(ranked) >= k:
-                break
-        total += ndcg_at(ranked, p.query.positives, k)
-    return total / len(prepared)
-
-
-def evaluate_weights(
-    queries: list[LabelledQuery],
-    weights: RankingWeights,
-    *,
-    label_source: list[LabelledQuery] | None = None,
-    granularity: str = "chunk",
-) -> float:
-    """Mean nDCG@10 of ``queries`` ranked by ``weights`` (judgment balance from ``label_source``)."""
-    return _mean_ndcg(_prepare(queries, label_source or [], granularity), weights)
-
-
-def fit_weights(
-    train: list[LabelledQuery],
-    *,
-    start: RankingWeights,
-    granularity: str = "chunk",
-    label_source: list[LabelledQuery] | None = None,
-    rounds: int = 4,
-    progress: Callable[[str, float], None] | None = None,
-) -> tuple[RankingWeights, float]:
-    """Coordinate search maximising mean nDCG@10 on ``train`` (leave-one-query-out balances).
-
-    The judgment feature of each train query counts the labels of ``label_source`` (default:
-    ``train``) except its own. A coordinate moves only on a strict improvement, so with nothing to
-    learn ``start`` comes back unchanged.
+    ``similarity`` itself from ``full`` up (a paraphrase), fading linearly to 0 at ``reach`` (a
+    neighbour: same topic, other wording), 0 below it. ``reach == full`` is the hard paraphrase cut.
     """
-    prepared = _prepare(train, label_source if label_source is not None else train, granularity)
-    best, best_score = start, _mean_ndcg(prepared, start)
-    max_judgment = settings.KNOWHUB_FEEDBACK_MAX_JUDGMENT_WEIGHT
-    coords: list[tuple[str, Sequence[float]]] = [
-        ("alpha", ALPHA_GRID),
-        ("w_title", TITLE_GRID),
-        ("w_recency", RECENCY_GRID),
-        ("w_judgment", tuple(v for v in JUDGMENT_GRID if v <= max_judgment)),
-    ]
-    for _ in range(rounds):
-        improved = False
-        for name, grid in coords:
-            for value in grid:
-                if name == "alpha":
-                    cand = replace(best, w_vec=value, w_txt=round(1.0 - value, 6))
-                else:
-                    cand = replace(best, **{name: value})
-                if cand == best:
-                    continue
-                score = _mean_ndcg(prepared, cand)
-                if score > best_score + 1e-9:
-                    best, best_score, improved = cand, score, True
-            if progress:
-                progress(name, best_score)
-        if not improved:
-            break
-    return best, best_score
+    s = max(0.0, min(1.0, float(similarity)))
+    if s >= full:
+        return s
+    if s < reach or full <= reach:
+        return 0.0
+    return s * (s - reach) / (full - reach)
 
 
-def split_queries(
-    queries: list[LabelledQuery], *, validation_fraction: float, seed: int
-) -> tuple[list[LabelledQuery], list[LabelledQuery]]:
-    """Deterministic split by distinct query: a query never lands on both sides."""
-    ordered = sorted(queries, key=lambda q: q.group)
-    random.Random(seed).shuffle(ordered)
-    n_val = round(len(ordered) * validation_fraction)
-    if len(ordered) >= 2:
-        n_val = min(max(n_val, 1), len(ordered) - 1)
-    return ordered[n_val:], ordered[:n_val]
+@dataclass(frozen=True)
+class LabelVote:
+    """One label seen from the current query: ``chunk_uid`` judged ``sign`` (+1/−1) on a query at
+    cosine ``similarity``; ``preferred_over`` makes it a pair (+ for one chunk, − for the other)."""
+
+    chunk_uid: str
+    sign: float
+    similarity: float
+    preferred_over: str = ""
+    weight: float = 1.0
+
+
+def label_deltas(
+    votes: Iterable[LabelVote],
+    candidates: Iterable[str],
+    *,
+    full: float,
+    reach: float,
+    boost: float,
+    penalty: float,
+) -> dict[str, float]:
+    """Score deltas of candidate chunks from the labels near the current query.
+
+    Each vote counts ``±strength`` for its chunk. A chunk's delta is ``vote_balance · max_strength``
+    times ``boost`` (when positive) or ``penalty`` (when negative): bounded whatever the number of
+    labels. The one implementation behind search (``selectors.judgment_adjustments``) and the
+    offline evaluation (``manage.py feedback_eval``), so what is measured is what runs.
+    """
+    wanted = set(candidates)
+    tally: dict[str, list[float]] = {}  # signed sum, weight sum, max strength
+
+    def vote(uid: str, sign: float, strength: float) -> None:
+        if uid not in wanted:
+            return
+        t = tally.setdefault(uid, [0.0, 0.0, 0.0])
+        t[0] += sign * strength
+        t[1] += strength
+        t[2] = max(t[2], strength)
+
+    for v in votes:
+        strength = label_strength(v.similarity, full=full, reach=reach) * v.weight
+        if strength <= 0:
+            continue
+        vote(v.chunk_uid, v.sign, strength)
+        if v.preferred_over:
+            vote(v.preferred_over, -v.sign, strength)
+    deltas = {}
+    for uid, (signed, weight, strength) in tally.items():
+        if not weight:
+            continue
+        net = signed / weight  # −1 … 1
+        delta = round(net * strength * (boost if net > 0 else penalty), 6)
+        if delta:
+            deltas[uid] = delta
+    return deltas
+
+
+def label_settings() -> dict[str, float]:
+    """The label effect's knobs from settings (``feedback_eval`` overrides ``reach``)."""
+    full = settings.KNOWHUB_FEEDBACK_PARAPHRASE_SIMILARITY
+    current = _override.get() or {}
+    reach = current.get("reach")
+    if reach is None:
+        reach = settings.KNOWHUB_FEEDBACK_LABEL_REACH
+    return {
+        "full": full,
+        "reach": min(float(reach), full),
+        "boost": settings.KNOWHUB_FEEDBACK_LABEL_BOOST,
+        "penalty": settings.KNOWHUB_FEEDBACK_LABEL_PENALTY,
+    }

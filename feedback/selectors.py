@@ -14,20 +14,50 @@ from django.db import connection
 from django.db.models import Case, Count, IntegerField, Q, QuerySet, Value, When
 from django.db.models.expressions import RawSQL
 
-from feedback.models import Interaction, Judgment, RankingConfig
-from feedback.ranking import (
+from feedback.fitting import (
     Candidate,
     LabelledQuery,
+    click_mass,
+    click_vote_weight,
+    click_weights,
+)
+from feedback.models import ClickEvent, Interaction, Judgment, RankingConfig
+from feedback.ranking import (
+    LabelVote,
     RankingWeights,
     balance,
     document_key,
     feedback_disabled,
+    label_deltas,
+    label_settings,
     query_terms,
     recency,
     title_match,
 )
 
 logger = logging.getLogger(__name__)
+
+
+# --- conversations (the interaction log rag reads through rag.interactions) --------------------
+
+
+def conversation_turns(*, user, conversation_id: str, newest_first: bool = False, limit: int) -> list[Interaction]:
+    """The asks logged under ``conversation_id`` by ``user`` (anonymous: by no user), at most
+    ``limit``, oldest or newest first."""
+    qs = Interaction.objects.filter(kind=Interaction.Kind.ASK, filters__conversation_id=conversation_id)
+    qs = qs.filter(user=user) if getattr(user, "is_authenticated", False) else qs.filter(user__isnull=True)
+    order = ("-created_at", "-id") if newest_first else ("created_at", "id")
+    return list(qs.order_by(*order)[:limit])
+
+
+def conversation_turn_counts(*, user, conversation_ids: list[str]) -> dict[str, int]:
+    """``{conversation_id: asks logged}`` of ``user``'s conversations among ``conversation_ids``."""
+    counts: dict[str, int] = {}
+    for cid in Interaction.objects.filter(
+        user=user, kind=Interaction.Kind.ASK, filters__conversation_id__in=conversation_ids
+    ).values_list("filters__conversation_id", flat=True):
+        counts[cid] = counts.get(cid, 0) + 1
+    return counts
 
 
 # --- ranking ----------------------------------------------------------------------------------
@@ -66,18 +96,35 @@ def document_balances(doc_keys: Iterable[str]) -> dict[str, float]:
             neg=Count("id", filter=Q(label=Judgment.Label.NEGATIVE)),
         )
     )
-    return {r["document_key"]: balance(r["pos"], r["neg"]) for r in rows}
+    counts = {r["document_key"]: [float(r["pos"]), float(r["neg"])] for r in rows}
+    for key, mass in _click_masses(keys).items():
+        counts.setdefault(key, [0.0, 0.0])[0] += mass
+    return {key: balance(pos, neg) for key, (pos, neg) in counts.items()}
+
+
+def _click_masses(doc_keys: list[str]) -> dict[str, float]:
+    """Clicks on the documents' chunks as weak positives (``feedback.fitting.click_mass``)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT c.collection || ':' || c.source_type || ':' || c.source_id, e.rank
+            FROM feedback_clickevent e JOIN rag_chunk c ON c.chunk_uid = e.chunk_uid
+            WHERE c.collection || ':' || c.source_type || ':' || c.source_id = ANY(%s)
+            """,
+            [doc_keys],
+        )
+        return click_mass(cursor.fetchall())
 
 
 def judgment_adjustments(
     *, query_vector: Sequence[float], chunk_uids: Sequence[str], embedding_model: str | None = None
 ) -> dict[str, float]:
-    """Score deltas for candidate chunks labelled on this query or a close paraphrase of it.
+    """Score deltas for candidate chunks labelled on this query or a neighbour of it.
 
-    Each judgment on a query with cosine similarity ``s ≥ KNOWHUB_FEEDBACK_PARAPHRASE_SIMILARITY``
-    votes ``±s`` for its chunk (a pair votes + for the preferred chunk, − for the other). A chunk's
-    delta is ``vote_balance · max_s`` times ``KNOWHUB_FEEDBACK_LABEL_BOOST`` (when positive) or
-    ``KNOWHUB_FEEDBACK_LABEL_PENALTY`` (when negative): bounded whatever the number of labels.
+    Labels on queries at cosine ``≥ KNOWHUB_FEEDBACK_LABEL_REACH`` vote, with a strength that is
+    full from ``KNOWHUB_FEEDBACK_PARAPHRASE_SIMILARITY`` up and fades to 0 at the reach; the delta
+    is bounded by ``KNOWHUB_FEEDBACK_LABEL_BOOST`` / ``KNOWHUB_FEEDBACK_LABEL_PENALTY`` (see
+    ``feedback.ranking.label_deltas``).
 
     Plan: the judgment indexes on ``chunk_uid`` / ``preferred_over`` narrow to the candidates'
     labels first; the cosine is then computed on those few interactions only.
@@ -88,54 +135,50 @@ def judgment_adjustments(
         from rag.embeddings import get_embedder
 
         embedding_model = get_embedder().name
-    threshold = settings.KNOWHUB_FEEDBACK_PARAPHRASE_SIMILARITY
+    knobs = label_settings()
     uids = list(chunk_uids)
+    params = {
+        "q": str(list(query_vector)),
+        "uids": uids,
+        "model": embedding_model,
+        "dist": 1.0 - knobs["reach"],
+    }
     with connection.cursor() as cursor:
+        # Judgments and clicks (weak positive votes, debiased by the rank they were clicked at)
+        # in one statement, the query vector and the candidates passed once: this runs on every
+        # hybrid search, and binding a 384-float vector or a few hundred ids costs more than
+        # the lookups on a small feedback table.
         cursor.execute(
             """
-            SELECT j.chunk_uid, j.preferred_over, j.label, 1 - (i.query_embedding <=> %(q)s::vector) AS sim
-            FROM feedback_judgment j JOIN feedback_interaction i ON i.id = j.interaction_id
-            WHERE (j.chunk_uid = ANY(%(uids)s) OR (j.preferred_over <> '' AND j.preferred_over = ANY(%(uids)s)))
+            WITH p AS MATERIALIZED (SELECT %(q)s::vector AS v, %(uids)s::text[] AS uids)
+            SELECT j.chunk_uid, j.preferred_over, j.label, NULL::int AS rank, 1 - (i.query_embedding <=> p.v) AS sim
+            FROM p, feedback_judgment j JOIN feedback_interaction i ON i.id = j.interaction_id
+            WHERE (j.chunk_uid = ANY((SELECT uids FROM p)::text[])
+                   OR (j.preferred_over <> '' AND j.preferred_over = ANY((SELECT uids FROM p)::text[])))
               AND i.query_embedding IS NOT NULL AND i.query_embedding_model = %(model)s
-              AND (i.query_embedding <=> %(q)s::vector) <= %(dist)s
+              AND (i.query_embedding <=> p.v) <= %(dist)s
+            UNION ALL
+            SELECT e.chunk_uid, '', '', e.rank, 1 - (i.query_embedding <=> p.v)
+            FROM p, feedback_clickevent e JOIN feedback_interaction i ON i.id = e.interaction_id
+            WHERE e.chunk_uid = ANY((SELECT uids FROM p)::text[])
+              AND i.query_embedding IS NOT NULL AND i.query_embedding_model = %(model)s
+              AND (i.query_embedding <=> p.v) <= %(dist)s
             """,
-            {
-                "q": str(list(query_vector)),
-                "uids": uids,
-                "model": embedding_model,
-                "dist": 1.0 - threshold,
-            },
+            params,
         )
         rows = cursor.fetchall()
-    votes: dict[str, list[float]] = defaultdict(
-        lambda: [0.0, 0.0, 0.0]
-    )  # signed sum, weight sum, max sim
-    candidates = set(uids)
-
-    def vote(uid: str, sign: float, sim: float) -> None:
-        if uid not in candidates:
-            return
-        v = votes[uid]
-        v[0] += sign * sim
-        v[1] += sim
-        v[2] = max(v[2], sim)
-
-    for uid, other, label, sim in rows:
-        sim = max(0.0, min(1.0, float(sim)))
-        sign = 1.0 if label == Judgment.Label.POSITIVE else -1.0
-        if other:
-            vote(uid, sign, sim)
-            vote(other, -sign, sim)
-        else:
-            vote(uid, sign, sim)
-    deltas = {}
-    boost, penalty = settings.KNOWHUB_FEEDBACK_LABEL_BOOST, settings.KNOWHUB_FEEDBACK_LABEL_PENALTY
-    for uid, (signed, weight, strength) in votes.items():
-        if not weight:
-            continue
-        net = signed / weight  # −1 … 1
-        deltas[uid] = round(net * strength * (boost if net > 0 else penalty), 6)
-    return {k: v for k, v in deltas.items() if v}
+    votes = [
+        LabelVote(
+            chunk_uid=uid,
+            sign=1.0 if label == Judgment.Label.POSITIVE else -1.0,
+            similarity=float(sim),
+            preferred_over=other,
+        )
+        if rank is None
+        else LabelVote(chunk_uid=uid, sign=1.0, similarity=float(sim), weight=click_vote_weight(rank))
+        for uid, other, label, rank, sim in rows
+    ]
+    return label_deltas(votes, uids, **knobs)
 
 
 def _filters_from_dict(data: dict):
@@ -170,18 +213,21 @@ def labelled_queries(
     embedder=None,
     progress=None,
 ) -> list[LabelledQuery]:
-    """Distinct labelled queries with their current candidates (plain hybrid) and features.
+    """Distinct labelled or clicked queries with their current candidates (plain hybrid) and
+    features.
 
     Interactions with the same query text are merged; a chunk counts as relevant when its
-    positive labels outnumber its negative ones. Queries without a relevant chunk are kept (their
-    labels still feed the per-document balance) but have nothing for nDCG to find.
+    positive labels outnumber its negative ones; ``preferred_over`` judgments become ordered
+    pairs; clicks become position-debiased click rates (``feedback.fitting.click_weights``).
+    Queries with nothing of that are kept (their labels still feed the per-document balance) but
+    have nothing for the fit to find.
     """
     from rag.acl import Scope
     from rag.search import chunk_search
 
     qs = interactions if interactions is not None else Interaction.objects.all()
     qs = (
-        qs.filter(judgments__isnull=False)
+        qs.filter(Q(judgments__isnull=False) | Q(clicks__isnull=False))
         .distinct()
         .select_related("user")
         .order_by("created_at", "id")
@@ -189,11 +235,16 @@ def labelled_queries(
     groups: dict[str, list[Interaction]] = defaultdict(list)
     for interaction in qs:
         groups[_normalise_query(interaction.query)].append(interaction)
+    ids = [i.pk for g in groups.values() for i in g]
     judgments: dict[int, list[Judgment]] = defaultdict(list)
-    for j in Judgment.objects.filter(
-        interaction__in=[i.pk for g in groups.values() for i in g], preferred_over=""
-    ):
-        judgments[j.interaction_id].append(j)
+    pair_judgments: dict[int, list[Judgment]] = defaultdict(list)
+    for j in Judgment.objects.filter(interaction__in=ids):
+        (pair_judgments if j.preferred_over else judgments)[j.interaction_id].append(j)
+    clicks: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for interaction_id, chunk_uid, rank in ClickEvent.objects.filter(
+        interaction__in=ids
+    ).values_list("interaction_id", "chunk_uid", "rank"):
+        clicks[interaction_id].append((chunk_uid, rank))
 
     if embedder is None:
         from rag.embeddings import get_embedder
@@ -204,7 +255,7 @@ def labelled_queries(
     for group, members in groups.items():
         latest = members[-1]
         chunk_votes: dict[str, int] = defaultdict(int)
-        doc_labels: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        doc_labels: dict[str, list[float]] = defaultdict(lambda: [0, 0])
         chunk_docs: dict[str, str] = {}
         for m in members:
             for j in judgments[m.pk]:
@@ -246,8 +297,36 @@ def labelled_queries(
             for h in result.hits
         ]
         positives = {uid for uid, v in chunk_votes.items() if v > 0}
+        pairs = [
+            (j.chunk_uid, j.preferred_over)
+            if j.label == Judgment.Label.POSITIVE
+            else (j.preferred_over, j.chunk_uid)
+            for m in members
+            for j in pair_judgments[m.pk]
+        ]
+        # Clicks: only the interactions that showed results count as impressions.
+        shown = [m for m in members if m.retrieved]
+        group_clicks = click_weights(
+            [c for m in shown for c in clicks[m.pk]], impressions=len(shown)
+        )
+        docs = {c.chunk_uid: c.doc_key for c in candidates} | chunk_docs
+        missing = {u for a, b in pairs for u in (a, b)} | set(group_clicks)
+        missing -= set(docs)
+        if missing:
+            from feedback.services import visible_chunks
+
+            docs |= visible_chunks(user=None, chunk_uids=missing)
+        # clicks also count, weakly, toward the documents' judgment balance (as search counts them)
+        for uid, mass in click_mass([c for m in shown for c in clicks[m.pk]]).items():
+            if docs.get(uid):
+                doc_labels[docs[uid]][0] += mass
         if granularity == "document":
-            positives = {chunk_docs.get(uid) or uid for uid in positives}
+            positives = {docs.get(uid) or uid for uid in positives}
+            pairs = [(docs.get(a) or a, docs.get(b) or b) for a, b in pairs]
+            by_doc: dict[str, float] = defaultdict(float)
+            for uid, w in group_clicks.items():
+                by_doc[docs.get(uid) or uid] += w
+            group_clicks = dict(by_doc)
         out.append(
             LabelledQuery(
                 group=group,
@@ -256,6 +335,8 @@ def labelled_queries(
                 positives=positives,
                 interaction_ids=[m.pk for m in members],
                 doc_labels={k: (v[0], v[1]) for k, v in doc_labels.items()},
+                pairs=[(a, b) for a, b in pairs if a != b],
+                clicks=group_clicks,
             )
         )
         if progress:
@@ -384,13 +465,36 @@ def _export_judgments(interactions: QuerySet | None) -> QuerySet[Judgment]:
     return qs
 
 
+# Chunks at this PII level or above (reflections, session artifacts: a person's own words) are
+# left out of exports unless the operator asks for them (``include_pii``).
+EXPORT_PII_LEVEL = 2
+
+
+def _pii_uids(uids: set[str]) -> set[str]:
+    """Which of ``uids`` hold personal text (pii_level >= EXPORT_PII_LEVEL)."""
+    from rag.models import Chunk
+
+    return set(
+        Chunk.objects.filter(chunk_uid__in=uids, pii_level__gte=EXPORT_PII_LEVEL).values_list("chunk_uid", flat=True)
+    )
+
+
 def judgments_export_jsonl(
-    *, interactions: QuerySet | None = None, with_content: bool = True
+    *, interactions: QuerySet | None = None, with_content: bool = True, include_pii: bool = False
 ) -> Iterator[str]:
-    """One JSON line per judgment: query, chunk (uid, title, content), label, who and when."""
+    """One JSON line per judgment: query, chunk (uid, title, content), label, who and when.
+
+    Judgments of chunks with personal text (``pii_level`` >= 2) are left out unless
+    ``include_pii``.
+    """
     from rag.models import Chunk
 
     judgments = list(_export_judgments(interactions))
+    if not include_pii:
+        personal = _pii_uids(
+            {j.chunk_uid for j in judgments} | {j.preferred_over for j in judgments if j.preferred_over}
+        )
+        judgments = [j for j in judgments if j.chunk_uid not in personal and j.preferred_over not in personal]
     chunks = {}
     if with_content:
         uids = {j.chunk_uid for j in judgments} | {
@@ -420,7 +524,7 @@ def judgments_export_jsonl(
 
 
 def judgments_export_qrels(
-    *, interactions: QuerySet | None = None, corpus: str = "judged"
+    *, interactions: QuerySet | None = None, corpus: str = "judged", include_pii: bool = False
 ) -> tuple[list[dict], list[tuple[str, str, int]], Iterator[dict]]:
     """The labelled set in BEIR layout: queries, qrels rows and a corpus iterator.
 
@@ -428,6 +532,8 @@ def judgments_export_qrels(
     graded 1 for chunks whose positive labels outnumber negative ones, 0 for the others judged.
     ``corpus`` chooses which chunks go into ``corpus.jsonl``: ``judged`` (labelled chunks),
     ``retrieved`` (also every chunk the interactions retrieved, as distractors) or ``none``.
+    Chunks with personal text (``pii_level`` >= 2) are in neither qrels nor corpus unless
+    ``include_pii``.
     """
     from rag.models import Chunk
 
@@ -448,15 +554,18 @@ def judgments_export_qrels(
         for uid, v in sorted(chunk_votes.items())
     ]
     uids = {uid for _, uid, _ in qrels} | retrieved
+    if not include_pii:
+        personal = _pii_uids(uids)
+        qrels = [row for row in qrels if row[1] not in personal]
+        uids -= personal
 
     def corpus_rows() -> Iterator[dict]:
         if corpus == "none":
             return
-        for c in (
-            Chunk.objects.filter(chunk_uid__in=uids, deleted_at__isnull=True)
-            .order_by("chunk_uid")
-            .iterator()
-        ):
+        rows = Chunk.objects.filter(chunk_uid__in=uids, deleted_at__isnull=True)
+        if not include_pii:
+            rows = rows.filter(pii_level__lt=EXPORT_PII_LEVEL)
+        for c in rows.order_by("chunk_uid").iterator():
             yield {"_id": c.chunk_uid, "title": c.title, "text": c.content}
 
     return queries, qrels, corpus_rows()

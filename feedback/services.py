@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from django.db import connection, transaction
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from feedback.models import ClickEvent, Interaction, Judgment, JudgmentLog, RankingConfig
 from feedback.ranking import RankingWeights
+from rag.acl import Scope
+from rag.selectors import chunk_collections, chunk_document_keys
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +88,13 @@ def interaction_record(
     )
 
 
+def interactions_delete_of_user(*, user_id: int) -> int:
+    """Delete every interaction logged for user ``user_id`` (and, by cascade, its judgments and
+    clicks); the number of interactions deleted."""
+    _, per_model = Interaction.objects.filter(user_id=user_id).delete()
+    return per_model.get(Interaction._meta.label, 0)
+
+
 # --- permissions and validation ---------------------------------------------------------------
 
 
@@ -118,17 +128,8 @@ def visible_chunks(*, user, chunk_uids: set[str]) -> dict[str, str]:
     """
     if not chunk_uids:
         return {}
-    from rag.acl import Scope
-
     scope = Scope.everything() if user is None else Scope.for_user(user)
-    acl_sql, acl_params = scope.sql("c")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT c.chunk_uid, c.collection || ':' || c.source_type || ':' || c.source_id FROM rag_chunk c "
-            f"WHERE c.chunk_uid = ANY(%s) AND c.deleted_at IS NULL AND {acl_sql}",
-            [list(chunk_uids), *acl_params],
-        )
-        return dict(cursor.fetchall())
+    return chunk_document_keys(scope=scope, chunk_uids=chunk_uids)
 
 
 def _document_keys(chunk_uids: set[str]) -> dict[str, str]:
@@ -344,14 +345,7 @@ def _interaction_from_client(*, user, data: dict) -> Interaction:
     unknown = mentioned - set(visible_chunks(user=user, chunk_uids=mentioned))
     if unknown:
         raise FeedbackError(f"unknown chunk_uid(s): {', '.join(sorted(unknown)[:5])}")
-    collections = {}
-    if mentioned:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT chunk_uid, collection FROM rag_chunk WHERE chunk_uid = ANY(%s)",
-                [list(mentioned)],
-            )
-            collections = dict(cursor.fetchall())
+    collections = chunk_collections(chunk_uids=mentioned)
     return Interaction.objects.create(
         user=user if getattr(user, "is_authenticated", False) else None,
         kind=data.get("kind") or Interaction.Kind.QUERY,
@@ -405,24 +399,31 @@ def interaction_embed_queries(*, interactions, embedder=None) -> int:
 MAX_RANK = 1000
 
 
-@transaction.atomic
-def click_record(*, user, interaction_id: int, chunk_uid: str, rank: int) -> ClickEvent:
-    """Record that ``user`` opened result ``chunk_uid`` shown at ``rank`` of an interaction."""
-    interaction = interaction_for_feedback(user=user, interaction_id=interaction_id, lock=True)
-    retrieved = {r.get("chunk_uid") for r in interaction.retrieved or []}
-    if chunk_uid not in retrieved:
-        raise FeedbackError("chunk_uid was not among this interaction's results")
-    if not 1 <= rank <= MAX_RANK:
-        raise FeedbackError(f"rank must be between 1 and {MAX_RANK}")
-    click = ClickEvent.objects.create(
-        interaction=interaction,
-        chunk_uid=chunk_uid,
-        rank=rank,
-        user=user if getattr(user, "is_authenticated", False) else None,
-    )
-    if chunk_uid not in (interaction.selected or []):
-        interaction.selected = [*(interaction.selected or []), chunk_uid]
-        interaction.save(update_fields=["selected", "updated_at"])
+def click_record(
+    *, user, interaction_id: int, chunk_uid: str, rank: int, embedder=None
+) -> ClickEvent:
+    """Record that ``user`` opened result ``chunk_uid`` shown at ``rank`` of an interaction.
+
+    The interaction's query is embedded (once, best effort) so the click can act as a weak label
+    for neighbouring queries.
+    """
+    with transaction.atomic():
+        interaction = interaction_for_feedback(user=user, interaction_id=interaction_id, lock=True)
+        retrieved = {r.get("chunk_uid") for r in interaction.retrieved or []}
+        if chunk_uid not in retrieved:
+            raise FeedbackError("chunk_uid was not among this interaction's results")
+        if not 1 <= rank <= MAX_RANK:
+            raise FeedbackError(f"rank must be between 1 and {MAX_RANK}")
+        click = ClickEvent.objects.create(
+            interaction=interaction,
+            chunk_uid=chunk_uid,
+            rank=rank,
+            user=user if getattr(user, "is_authenticated", False) else None,
+        )
+        if chunk_uid not in (interaction.selected or []):
+            interaction.selected = [*(interaction.selected or []), chunk_uid]
+            interaction.save(update_fields=["selected", "updated_at"])
+    interaction_embed_queries(interactions=[interaction], embedder=embedder)
     return click
 
 
@@ -467,3 +468,34 @@ def ranking_config_record(
 def ranking_config_deactivate_all(*, user=None) -> int:
     """Back to the static hybrid of settings (no configuration active)."""
     return RankingConfig.objects.filter(active=True).update(active=False)
+
+
+# --- personal data (rag.privacy calls this when it forgets a user) ----------------------------
+
+
+def personal_data_forget(*, user, hashes: set[str], chunk_uids: set[str], sources: set) -> dict[str, int]:
+    """Forget ``user`` in the feedback data (inside ``rag.privacy.user_forget``'s transaction).
+
+    Interactions and clicks are kept for aggregate quality figures but anonymised (no user, no
+    comment, no answer text); judgments of the user's own chunks (``chunk_uids``, deleted) are
+    deleted, their judgments elsewhere keep the label but lose the labeller and the reason.
+    """
+    judgments_deleted, _ = Judgment.objects.filter(
+        Q(chunk_uid__in=chunk_uids) | Q(preferred_over__in=chunk_uids)
+    ).delete()
+    JudgmentLog.objects.filter(Q(chunk_uid__in=chunk_uids) | Q(preferred_over__in=chunk_uids)).delete()
+    theirs = Interaction.objects.filter(user=user)
+    # The reason a labeller wrote on the user's own query may quote it.
+    Judgment.objects.filter(interaction__in=theirs).update(reason="")
+    JudgmentLog.objects.filter(interaction__in=theirs).update(reason="")
+    judgments_anonymised = Judgment.objects.filter(labelled_by=user).update(labelled_by=None, reason="")
+    JudgmentLog.objects.filter(actor=user).update(actor=None, reason="")
+    # Answers may quote the user's private chunks (the ones deleted above).
+    interactions = theirs.update(user=None, comment="", answer="")
+    Interaction.objects.filter(reviewed_by=user).update(reviewed_by=None)
+    ClickEvent.objects.filter(user=user).update(user=None)
+    return {
+        "judgments_deleted": judgments_deleted,
+        "judgments_anonymised": judgments_anonymised,
+        "interactions": interactions,
+    }

@@ -1,37 +1,35 @@
-"""Fit the ranking on labelled interactions, check it on held-back ones, activate only if it wins."""
+"""Fit the ranking on labelled interactions, cross-validated; activate only what wins on every fold."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass, field
 
-from feedback.ranking import (
-    LabelledQuery,
-    RankingWeights,
-    evaluate_weights,
-    fit_weights,
-    split_queries,
-)
+from feedback.fitting import LabelledQuery, cross_validate
+from feedback.ranking import RankingWeights
 
 logger = logging.getLogger(__name__)
 
-MIN_QUERIES = 4  # below this a validation split says nothing
+MIN_QUERIES = 4  # below this the folds say nothing
 
 
 @dataclass
 class TuneReport:
-    status: str  # activated | rejected | unchanged | not_enough_data | dry_run
+    status: str  # activated | rejected | improved | unchanged | not_enough_data | dry_run
     queries: int = 0
     evaluable: int = 0
-    train: int = 0
-    validation: int = 0
+    train: int = 0  # queries the final fit used
+    validation: int = 0  # queries held out, summed over the folds (each query once)
+    folds: int = 0
     granularity: str = "chunk"
     seed: int = 0
-    validation_fraction: float = 0.3
     before: dict = field(default_factory=dict)  # weights
     after: dict = field(default_factory=dict)
-    train_ndcg: dict = field(default_factory=dict)  # {"before": x, "after": y}
-    validation_ndcg: dict = field(default_factory=dict)
+    train_ndcg: dict = field(default_factory=dict)  # {"before": x, "after": y}, the final fit
+    validation_ndcg: dict = field(default_factory=dict)  # mean over the held-out folds
+    fold_results: list = field(default_factory=list)  # per fold: before, after, weights
+    features: dict = field(default_factory=dict)  # per weight: value, fold spread, agreement
+    signals: dict = field(default_factory=dict)  # queries with judgments, pairs, clicks
     config_id: int | None = None
     message: str = ""
 
@@ -43,85 +41,75 @@ def tune_on(
     queries: list[LabelledQuery],
     *,
     start: RankingWeights,
-    validation_fraction: float = 0.3,
+    folds: int | None = None,
     seed: int = 0,
     granularity: str = "chunk",
+    regularisation: float | None = None,
+    click_weight: float | None = None,
 ) -> tuple[RankingWeights, TuneReport]:
-    """Split, fit on train, compare with ``start`` on validation. Writes nothing."""
-    evaluable = [q for q in queries if q.positives]
+    """Cross-validate the fit; ``report.status`` is ``improved`` only if it gains on every fold.
+
+    Writes nothing. Returns the weights fitted on every query (``start`` when not enough data).
+    """
+    evaluable = [q for q in queries if q.evaluable]
     report = TuneReport(
         status="not_enough_data",
         queries=len(queries),
         evaluable=len(evaluable),
         granularity=granularity,
         seed=seed,
-        validation_fraction=validation_fraction,
         before=start.as_dict(),
+        signals={
+            "judged": sum(1 for q in queries if q.positives),
+            "pairs": sum(len(q.pairs) for q in queries),
+            "clicked": sum(1 for q in queries if q.clicks),
+        },
     )
     if len(evaluable) < MIN_QUERIES:
         report.message = (
-            f"{len(evaluable)} labelled queries with a relevant chunk; at least {MIN_QUERIES} are needed "
-            "for a train/validation split"
+            f"{len(evaluable)} labelled queries with something to learn from; at least "
+            f"{MIN_QUERIES} are needed for cross-validation"
         )
         return start, report
-    train, validation = split_queries(evaluable, validation_fraction=validation_fraction, seed=seed)
-    val_groups = {q.group for q in validation}
-    # Labels that may inform the judgment feature: everything but the validation queries'.
-    label_source = [q for q in queries if q.group not in val_groups]
-    fitted = tune_split(
-        train,
-        validation,
-        label_source=label_source,
+    cv = cross_validate(
+        queries,
         start=start,
+        folds=folds,
+        seed=seed,
         granularity=granularity,
-        report=report,
+        regularisation=regularisation,
+        click_weight=click_weight,
     )
-    return fitted, report
-
-
-def tune_split(
-    train: list[LabelledQuery],
-    validation: list[LabelledQuery],
-    *,
-    label_source: list[LabelledQuery],
-    start: RankingWeights,
-    granularity: str,
-    report: TuneReport,
-) -> RankingWeights:
-    """Fit on ``train``; ``report.status`` is ``improved`` only if ``validation`` strictly gains."""
-    fitted, train_after = fit_weights(
-        train, start=start, granularity=granularity, label_source=label_source
-    )
-    train_before = evaluate_weights(
-        train, start, label_source=label_source, granularity=granularity
-    )
-    val_before = evaluate_weights(
-        validation, start, label_source=label_source, granularity=granularity
-    )
-    val_after = evaluate_weights(
-        validation, fitted, label_source=label_source, granularity=granularity
-    )
-    report.train, report.validation = len(train), len(validation)
-    report.after = fitted.as_dict()
-    report.train_ndcg = {"before": round(train_before, 4), "after": round(train_after, 4)}
-    report.validation_ndcg = {"before": round(val_before, 4), "after": round(val_after, 4)}
-    if fitted == start:
+    report.folds = len(cv.folds)
+    report.train = len(evaluable)
+    report.validation = sum(f.validation for f in cv.folds)
+    report.after = cv.weights.as_dict()
+    report.train_ndcg = {"before": round(cv.train_before, 4), "after": round(cv.train_after, 4)}
+    report.validation_ndcg = {
+        "before": round(cv.validation_before, 4),
+        "after": round(cv.validation_after, 4),
+    }
+    report.fold_results = cv.as_dict()["folds"]
+    report.features = cv.features
+    gains = ", ".join(f"{f.gain:+.4f}" for f in cv.folds)
+    if cv.weights == start:
         report.status = "unchanged"
-        report.message = "no weight change improved nDCG@10 on the train split"
-    elif validation and val_after > val_before + 1e-9:
+        report.message = "no weight change improved the regularised objective on the labelled queries"
+    elif cv.activate:
         report.status = "improved"
-        report.message = f"validation nDCG@10 {val_before:.4f} → {val_after:.4f}"
+        report.message = f"held-out gain on every fold ({gains})"
     else:
+        losing = sum(1 for f in cv.folds if f.gain <= 1e-9)
         report.status = "rejected"
         report.message = (
-            f"validation nDCG@10 would go {val_before:.4f} → {val_after:.4f}: not activated"
+            f"no gain on {losing} of {len(cv.folds)} held-out folds ({gains}): not activated"
         )
-    return fitted
+    return cv.weights, report
 
 
 def ranking_tune(
     *,
-    validation_fraction: float = 0.3,
+    folds: int | None = None,
     seed: int = 0,
     granularity: str = "chunk",
     dry_run: bool = False,
@@ -131,7 +119,7 @@ def ranking_tune(
     progress=None,
 ) -> TuneReport:
     """Fit the fusion on the labelled interactions; record it, and activate it only when it beats
-    the active configuration on the validation split (``manage.py tune_ranking``)."""
+    the active configuration on every cross-validation fold (``manage.py tune_ranking``)."""
     from feedback.selectors import active_ranking_config, labelled_queries
     from feedback.services import ranking_config_record
 
@@ -147,13 +135,7 @@ def ranking_tune(
     queries = labelled_queries(
         interactions=interactions, granularity=granularity, embedder=embedder, progress=progress
     )
-    fitted, report = tune_on(
-        queries,
-        start=start,
-        validation_fraction=validation_fraction,
-        seed=seed,
-        granularity=granularity,
-    )
+    fitted, report = tune_on(queries, start=start, folds=folds, seed=seed, granularity=granularity)
     if report.status in ("not_enough_data", "unchanged"):
         return report
     activate = report.status == "improved"
@@ -164,14 +146,12 @@ def ranking_tune(
     metrics = {
         "train": report.train_ndcg,
         "validation": report.validation_ndcg,
-        "queries": {
-            "train": report.train,
-            "validation": report.validation,
-            "labelled": report.queries,
-        },
+        "folds": report.fold_results,
+        "features": report.features,
+        "signals": report.signals,
+        "queries": {"labelled": report.queries, "evaluable": report.evaluable},
         "granularity": granularity,
         "seed": seed,
-        "validation_fraction": validation_fraction,
         "previous_config": active.pk if active else None,
     }
     config = ranking_config_record(
@@ -179,7 +159,7 @@ def ranking_tune(
         metrics=metrics,
         activate=activate,
         user=user,
-        note="tune_ranking" if activate else "tune_ranking (rejected: not better on validation)",
+        note="tune_ranking" if activate else "tune_ranking (rejected: lost or tied on a fold)",
     )
     report.config_id = config.pk
     report.status = "activated" if activate else "rejected"

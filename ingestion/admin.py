@@ -27,7 +27,9 @@ from ingestion.models import (
     Page,
     Reflection,
     SourceRoot,
+    SourceSetting,
     SourceState,
+    StoredFile,
     Subchapter,
     Zone,
 )
@@ -135,7 +137,9 @@ class ContentBlockInline(admin.StackedInline):
     extra = 0
     fieldsets = [
         (None, {"fields": [("order", "kind"), "heading", "text"]}),
-        ("Image", {"fields": ["image_url", ("image_alt", "image_caption"), "image_classification"], "classes": ["collapse"]}),
+        ("Image", {
+            "fields": ["image_url", ("image_alt", "image_caption"), "image_classification"], "classes": ["collapse"],
+        }),
         ("Code", {"fields": [("language",), "code", "files"], "classes": ["collapse"]}),
         ("Video", {"fields": [("video_url", "video_title"), "transcript"], "classes": ["collapse"]}),
     ]
@@ -149,7 +153,9 @@ class PageAdmin(ReindexOnSaveMixin, admin.ModelAdmin):
     prepopulated_fields = {"slug": ("title",)}
     list_select_related = ["subchapter__chapter__course"]
     inlines = [ContentBlockInline]
-    fields = [("title", "slug"), "subchapter", ("page_type", "order"), ("visible", "published_at"), "summary", "concepts"]
+    fields = [
+        ("title", "slug"), "subchapter", ("page_type", "order"), ("visible", "published_at"), "summary", "concepts"
+    ]
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(_blocks=Count("blocks"))
@@ -203,7 +209,9 @@ class ReindexForm(forms.Form):
     )  # fmt: skip
     since = forms.DateTimeField(required=False, help_text="Only sources changed since (YYYY-MM-DD HH:MM).")
     dry_run = forms.BooleanField(required=False, help_text="Report what would change; write nothing.")
-    prune = forms.BooleanField(required=False, help_text="Delete (not just hide) chunks of unpublished or vanished sources.")
+    prune = forms.BooleanField(
+        required=False, help_text="Delete (not just hide) chunks of unpublished or vanished sources."
+    )
 
 
 @admin.register(IngestRun)
@@ -215,6 +223,7 @@ class IngestRunAdmin(admin.ModelAdmin):
     list_filter = ["status", "source", "dry_run"]
     readonly_fields = [f.name for f in IngestRun._meta.fields]
     change_list_template = "admin/ingestion/ingestrun/change_list.html"
+    actions = ["resume_selected"]
 
     def has_add_permission(self, request):
         return False
@@ -222,13 +231,25 @@ class IngestRunAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         return False
 
+    @admin.action(description="Resume selected interrupted/failed runs (run their sources again)")
+    def resume_selected(self, request, queryset):
+        for run in queryset:
+            try:
+                new = services.run_resume(run=run, user=request.user)
+            except services.IngestError as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+            else:
+                self.message_user(request, f"Run #{run.pk} resumed as run #{new.pk}.", messages.SUCCESS)
+
     @admin.display(description="Types")
     def types_label(self, obj):
         return ", ".join(obj.types)
 
     @admin.display(description="Status", ordering="status")
     def status_badge(self, obj):
-        colour = {"running": "#2563eb", "done": "#15803d", "failed": "#b91c1c"}.get(obj.status, "#6b7280")
+        colour = {"running": "#2563eb", "done": "#15803d", "failed": "#b91c1c", "interrupted": "#c2410c"}.get(
+            obj.status, "#6b7280"
+        )
         return format_html('<b style="color:{}">{}</b>', colour, obj.get_status_display())
 
     @admin.display(description="Progress")
@@ -240,6 +261,7 @@ class IngestRunAdmin(admin.ModelAdmin):
         return f"{obj.duration_ms / 1000:.1f} s" if obj.duration_ms is not None else "…"
 
     def changelist_view(self, request, extra_context=None):
+        services.runs_mark_interrupted()  # a run whose process died shows as interrupted, not running
         extra_context = extra_context or {}
         extra_context["any_running"] = IngestRun.objects.filter(
             status__in=[IngestRun.Status.RUNNING, IngestRun.Status.QUEUED]
@@ -251,6 +273,10 @@ class IngestRunAdmin(admin.ModelAdmin):
             path("reindex/", self.admin_site.admin_view(self.reindex_view), name="ingestion_ingestrun_reindex"),
             *super().get_urls(),
         ]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        services.runs_mark_interrupted()
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def reindex_view(self, request):
         """Start a reindex run: the same options as ``POST /rag/reindex`` and ``manage.py reindex``."""
@@ -266,7 +292,9 @@ class IngestRunAdmin(admin.ModelAdmin):
                 services.reindex_enqueue(run=run)
             self.message_user(request, f"Reindex run #{run.pk} queued.", messages.SUCCESS)
             return HttpResponseRedirect(reverse("admin:ingestion_ingestrun_changelist"))
-        context = {**self.admin_site.each_context(request), "form": form, "title": "Start a reindex", "opts": self.model._meta}
+        context = {
+            **self.admin_site.each_context(request), "form": form, "title": "Start a reindex", "opts": self.model._meta
+        }
         return TemplateResponse(request, "admin/ingestion/ingestrun/reindex.html", context)
 
 
@@ -327,3 +355,81 @@ class IngestedDocumentAdmin(admin.ModelAdmin):
     list_filter = ["collection", "source_type"]
     search_fields = ["source_id"]
     readonly_fields = [f.name for f in IngestedDocument._meta.fields]
+
+
+class SourceSettingForm(forms.ModelForm):
+    """Validates the mapping and the access fields the same way the command does."""
+
+    class Meta:
+        model = SourceSetting
+        fields = ["kind", "key", "name", "collection", "visibility", "project", "owner", "mapping"]
+
+    def clean_mapping(self):
+        from ingestion.sources.mapping import PropertyMapping
+
+        try:
+            return PropertyMapping.from_dict(self.cleaned_data.get("mapping") or {}).as_dict()
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
+    def clean_key(self):
+        from ingestion.sources.notion import notion_key
+
+        key = (self.cleaned_data.get("key") or "").strip()
+        return notion_key(key) if self.data.get("kind") == SourceSetting.Kind.NOTION else key
+
+    def clean(self):
+        data = super().clean()
+        visibility, project, owner = data.get("visibility"), data.get("project"), data.get("owner")
+        if visibility == "restricted" and project is None:
+            self.add_error("project", "Restricted sources need a project.")
+        if visibility != "restricted" and project is not None:
+            self.add_error("project", "A project is only used with visibility 'restricted'.")
+        if visibility == "private" and owner is None:
+            self.add_error("owner", "Private sources need an owner.")
+        return data
+
+
+@admin.register(SourceSetting)
+class SourceSettingAdmin(admin.ModelAdmin):
+    """Per Notion database / folder: access and property mapping. Saving re-applies it to the
+    chunks already stored (metadata only: nothing is re-embedded)."""
+
+    form = SourceSettingForm
+    list_display = ("label", "kind", "visibility", "project", "owner", "applied_at")
+    list_filter = ("kind", "visibility")
+    search_fields = ("key", "name")
+    readonly_fields = ("applied_at", "created_at", "updated_at")
+    actions = ["reapply"]
+
+    @admin.display(description="source", ordering="name")
+    def label(self, obj):
+        return obj.name or obj.key
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        setting_pk = obj.pk
+
+        def apply():
+            from ingestion.services.source_settings import source_setting_apply
+
+            setting = SourceSetting.objects.filter(pk=setting_pk).first()
+            if setting is not None:
+                n = source_setting_apply(setting=setting)
+                messages.info(request, f"Re-applied to stored chunks: {n} changed (nothing re-embedded).")
+
+        transaction.on_commit(apply)
+
+    @admin.action(description="Re-apply to stored chunks (metadata only)")
+    def reapply(self, request, queryset):
+        from ingestion.services.source_settings import source_setting_apply
+
+        total = sum(source_setting_apply(setting=s) for s in queryset)
+        messages.info(request, f"{total} chunks changed; nothing re-embedded.")
+
+
+@admin.register(StoredFile)
+class StoredFileAdmin(admin.ModelAdmin):
+    list_display = ("name", "content_type", "size", "sha256", "created_at")
+    search_fields = ("name", "sha256")
+    readonly_fields = ("sha256", "name", "size", "content_type", "created_at", "updated_at")

@@ -9,16 +9,24 @@ import logging
 
 from django.conf import settings
 from django.db import transaction
+from django.http import FileResponse
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import permissions, serializers, status
-from rest_framework.parsers import BaseParser
+from rest_framework.parsers import BaseParser, FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ingestion import services
 from ingestion.models import IngestRun
-from knowhub.api import StrictSerializerMixin
+from knowhub.api import BadRequest, StrictSerializerMixin
+from knowhub.parsers import unstorable_text
+from knowhub.schema import ANY_TEXT, NON_BLANK_TEXT
 from rag.acl import user_hash
 
 logger = logging.getLogger(__name__)
@@ -38,7 +46,7 @@ class RawBodyParser(BaseParser):
 
 
 class NotionIngestApi(APIView):
-    """Receive a Notion page from n8n (seed 001 payload), authenticated by a shared secret.
+    """Receive a Notion page from an n8n workflow, authenticated by a shared secret.
 
     Order matters: authenticate, parse and validate, and only then store the raw delivery and
     queue its processing — a malformed or unauthenticated body leaves nothing behind.
@@ -53,6 +61,10 @@ class NotionIngestApi(APIView):
             ref_name = "NotionDeliveryInput"
 
         page_id = serializers.CharField()
+        database_id = serializers.CharField(required=False, help_text="Notion database: its source setting applies.")
+        visibility = serializers.ChoiceField(choices=["public", "restricted", "private"], required=False,
+                                             help_text="Only narrower than the database's setting.")
+        project = serializers.SlugField(required=False)
         properties = serializers.DictField(required=False)
         content = serializers.CharField(required=False, allow_blank=True)
         url = serializers.CharField(required=False, allow_blank=True)
@@ -100,10 +112,23 @@ class NotionIngestApi(APIView):
             payload = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             return _error("invalid_json", f"body is not valid UTF-8 JSON: {exc}", status.HTTP_400_BAD_REQUEST)
+        problem = unstorable_text(payload)
+        if problem:
+            return _error("invalid_json", problem, status.HTTP_400_BAD_REQUEST)
+        from ingestion.services.source_settings import (
+            narrowed,
+            setting_access,
+            setting_for_document,
+        )
         from ingestion.sources.notion import webhook_to_document
 
         try:
             doc = webhook_to_document(payload, collection=services.NOTION_COLLECTION)
+            requested = doc.units[0].metadata.get("requested_access") if doc.units else None
+            # A delivery may narrow its database's access, never widen it: refused before storing.
+            narrowed(setting_access(setting_for_document(doc)), requested)
+        except services.IngestError as exc:
+            return _error("access_widening", str(exc), status.HTTP_400_BAD_REQUEST)
         except ValueError as exc:
             return _error("invalid", str(exc), status.HTTP_400_BAD_REQUEST)
         receipt = services.notion_delivery_receive(body=body, page_id=doc.source_id)
@@ -132,11 +157,47 @@ class RunOutputSerializer(serializers.ModelSerializer):
         fields = [
             "run_id", "source", "types", "status", "dry_run", "prune", "since", "total", "sources", "skipped",
             "removed", "failed", "created", "updated", "unchanged", "deleted", "embedded", "errors", "message",
-            "started_at", "finished_at", "duration_s",
+            "started_at", "finished_at", "duration_s", "heartbeat_at", "resumed_as",
         ]  # fmt: skip
 
     def get_duration_s(self, run) -> float | None:
         return round(run.duration_ms / 1000, 3) if run.duration_ms is not None else None
+
+
+_TEXT = NON_BLANK_TEXT
+DOCUMENT_PAYLOAD_SCHEMA = {
+    "type": "object",
+    "description": "A text/markdown document (`text`) or a meeting transcript (`turns`), with metadata.",
+    "properties": {
+        "id": {"type": "string", "maxLength": 500, "pattern": _TEXT},
+        "text": {"type": "string", "pattern": _TEXT},
+        "turns": {
+            "type": "array", "minItems": 1,
+            "items": {
+                "type": "object", "additionalProperties": False, "required": ["text"],
+                "properties": {
+                    "speaker": {"type": "string", "pattern": ANY_TEXT}, "text": {"type": "string", "pattern": _TEXT}
+                },
+            },
+        },
+        "title": {"type": "string", "pattern": ANY_TEXT},
+        "format": {"type": "string", "enum": ["text", "markdown"]},
+        "date": {"type": "string", "format": "date"},
+        "entity": {"type": "string", "pattern": ANY_TEXT},
+        "people": {"type": "array", "items": {"type": "string", "pattern": ANY_TEXT}},
+        "tags": {"type": "array", "items": {"type": "string", "pattern": ANY_TEXT}},
+        "collection": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_\\-]{0,63}$"},
+        "url": {"type": "string", "pattern": ANY_TEXT},
+    },
+    "required": ["id"],
+    "oneOf": [{"required": ["text"]}, {"required": ["turns"]}],
+    "additionalProperties": False,
+}  # fmt: skip
+
+
+@extend_schema_field(DOCUMENT_PAYLOAD_SCHEMA)
+class DocumentPayloadField(serializers.DictField):
+    """One posted document; ``ingestion.sources.documents.parse_document_payload`` validates it."""
 
 
 class DocumentsIngestApi(APIView):
@@ -152,7 +213,7 @@ class DocumentsIngestApi(APIView):
         class Meta:
             ref_name = "DocumentsIngestInput"
 
-        documents = serializers.ListField(child=serializers.DictField(), allow_empty=False)
+        documents = serializers.ListField(child=DocumentPayloadField(), allow_empty=False)
         project = serializers.SlugField(required=False, allow_null=True, default=None)
         visibility = serializers.ChoiceField(choices=["public", "restricted", "private"], default="public")
         dry_run = serializers.BooleanField(required=False, default=False)
@@ -182,12 +243,107 @@ class DocumentsIngestApi(APIView):
                 payloads=payloads, project=project, visibility=visibility,
                 owner_hash=user_hash(request.user.pk) if visibility == "private" else "",
             )
+        except services.UnknownProject as exc:
+            return _error("unknown_project", str(exc), status.HTTP_404_NOT_FOUND)
         except services.IngestError as exc:
             return _error("invalid", str(exc), status.HTTP_400_BAD_REQUEST)
         run = services.documents_ingest(
             parsed=parsed, user=request.user, dry_run=serializer.validated_data["dry_run"]
         )
         return Response(RunOutputSerializer(run).data, status=status.HTTP_200_OK)
+
+
+class FilesIngestApi(APIView):
+    """Upload PDF, DOCX, HTML or PPTX files (multipart, field ``files``, repeatable); staff only.
+
+    The request as a whole is checked first (files present, count, size, type, project): any
+    problem there is a 4xx and nothing is stored. A file that then cannot give text (encrypted,
+    corrupt, empty, scanned) is reported in ``files`` with the reason, and the others are indexed.
+    """
+
+    permission_classes = [permissions.IsAdminUser]
+    parser_classes = [MultiPartParser, FormParser]
+
+    class InputSerializer(StrictSerializerMixin, serializers.Serializer):
+        class Meta:
+            ref_name = "FilesIngestInput"
+
+        files = serializers.ListField(child=serializers.FileField(allow_empty_file=True), allow_empty=False)
+        collection = serializers.RegexField(r"^[a-z0-9][a-z0-9_\-]{0,63}$", required=False, default="documents")
+        project = serializers.SlugField(required=False, allow_null=True, default=None)
+        visibility = serializers.ChoiceField(choices=["public", "restricted", "private"], default="public")
+        date = serializers.DateField(required=False, allow_null=True, default=None)
+        entity = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+        people = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list)
+        tags = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list)
+        dry_run = serializers.BooleanField(required=False, default=False)
+
+    @extend_schema(
+        request={"multipart/form-data": InputSerializer},
+        responses={
+            200: OpenApiResponse(description="The run's counts and one entry per file (indexed or failed, why)."),
+            400: OpenApiResponse(description="No files, unsupported type, unknown project; nothing stored."),
+            413: OpenApiResponse(description="A file or the request is too large; nothing stored."),
+        },
+    )
+    def post(self, request):
+        from ingestion.sources.files import FILE_TYPES, suffix_of
+
+        max_bytes, max_files = settings.KNOWHUB_INGEST_MAX_FILE_BYTES, settings.KNOWHUB_INGEST_MAX_FILES
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        if declared > max_bytes * max_files + 1024 * 1024:
+            return _error("too_large", f"request larger than {max_files} files of {max_bytes} bytes",
+                          status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)  # fmt: skip
+        data = request.data.copy()
+        files = request.FILES.getlist("files")
+        payload = {k: data.getlist(k) if k in ("people", "tags") else data.get(k) for k in data if k != "files"}
+        payload["files"] = files
+        serializer = self.InputSerializer(data=payload)
+        serializer.is_valid(raise_exception=True)
+        v = serializer.validated_data
+        if len(files) > max_files:
+            return _error("too_many", f"at most {max_files} files per request", status.HTTP_400_BAD_REQUEST)
+        for f in files:
+            if f.size > max_bytes:
+                return _error("too_large", f"{f.name}: {f.size} bytes; at most {max_bytes} per file",
+                              status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)  # fmt: skip
+            if suffix_of(f.name) not in FILE_TYPES:
+                return _error("unsupported", f"{f.name}: expected one of {', '.join(sorted(FILE_TYPES))}",
+                              status.HTTP_400_BAD_REQUEST)  # fmt: skip
+        if v["visibility"] == "restricted" and not v["project"]:
+            return _error("invalid", "restricted files need a project", status.HTTP_400_BAD_REQUEST)
+        if v["visibility"] != "restricted" and v["project"]:
+            return _error("invalid", "a project is only used with visibility 'restricted'", status.HTTP_400_BAD_REQUEST)
+        uploads = [services.Upload(name=f.name, data=f.read()) for f in files]
+        try:
+            result = services.files_ingest(
+                uploads=uploads, collection=v["collection"], project=v["project"], visibility=v["visibility"],
+                owner_hash=user_hash(request.user.pk) if v["visibility"] == "private" else "", date=v["date"],
+                entity=v["entity"], people=v["people"], tags=v["tags"], user=request.user, dry_run=v["dry_run"],
+            )  # fmt: skip
+        except services.IngestError as exc:
+            return _error("invalid", str(exc), status.HTTP_400_BAD_REQUEST)
+        body = {**RunOutputSerializer(result.run).data, "files": [f.as_dict() for f in result.files]}
+        return Response(body, status=status.HTTP_200_OK)
+
+
+class FileDownloadApi(APIView):
+    """The original of an ingested file, for whoever may see one of its chunks (404 otherwise)."""
+
+    @extend_schema(responses={200: OpenApiResponse(description="The file's bytes."), 404: OpenApiResponse()})
+    def get(self, request, sha256: str):
+        from rag.acl import Scope
+
+        found = services.file_for_download(sha256=sha256, scope=Scope.for_user(request.user))
+        if found is None:
+            return _error("not_found", "no such file, or not one you may see", status.HTTP_404_NOT_FOUND)
+        response = FileResponse(found.path.open("rb"), as_attachment=True, filename=found.file.name,
+                                content_type=found.file.content_type)  # fmt: skip
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
 
 
 class ReindexApi(APIView):
@@ -199,7 +355,10 @@ class ReindexApi(APIView):
         class Meta:
             ref_name = "ReindexInput"
 
-        types = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+        # An enum in the schema: a client sees which types exist before it asks.
+        types = serializers.ListField(
+            child=serializers.ChoiceField(choices=[*services.ALL_TYPES, "all"]), required=False, default=list
+        )
         since = serializers.DateTimeField(required=False, allow_null=True, default=None)
         dry_run = serializers.BooleanField(required=False, default=False)
         prune = serializers.BooleanField(required=False, default=False)
@@ -234,4 +393,27 @@ class RunDetailApi(APIView):
         responses={200: RunOutputSerializer, 404: inline_serializer("RunNotFound", {"error": serializers.CharField()})}
     )
     def get(self, request, run_id: int):
+        services.runs_mark_interrupted()  # a run whose process died shows as interrupted
         return Response(RunOutputSerializer(get_object_or_404(IngestRun, pk=run_id)).data)
+
+
+class RunResumeApi(APIView):
+    """Resume an interrupted (or failed) run (staff only): its sources run again as a new queued
+    reindex run, answered with 202. Unchanged chunks are kept, nothing unchanged is re-embedded."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    class RunNotResumable(BadRequest):
+        status_code = status.HTTP_409_CONFLICT
+        default_code = "not_resumable"
+
+    @extend_schema(request=None, responses={202: RunOutputSerializer})
+    def post(self, request, run_id: int):
+        services.runs_mark_interrupted()
+        run = get_object_or_404(IngestRun, pk=run_id)
+        try:
+            new = services.run_resume(run=run, user=request.user)
+        except services.IngestError as exc:
+            raise self.RunNotResumable(str(exc)) from exc
+        new.refresh_from_db()
+        return Response(RunOutputSerializer(new).data, status=status.HTTP_202_ACCEPTED)

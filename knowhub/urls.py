@@ -1,12 +1,13 @@
 """Top-level routes: each app contributes its own ``urls.py``."""
 
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from rag.apis import HealthApi
-from rag.views import ask_page
+from rag.views import ask_page, document_page
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -20,5 +21,11 @@ urlpatterns = [
     path("learn/", include("sessions.page_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("documents/<path:chunk_uid>/", document_page, name="document-page"),
     path("", ask_page, name="ask-page"),
 ]
+
+handler400 = "knowhub.views.bad_request"
+handler403 = "knowhub.views.permission_denied"
+handler404 = "knowhub.views.not_found"
+handler500 = "knowhub.views.server_error"

@@ -3,14 +3,38 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 from dataclasses import dataclass
 
 from django.conf import settings
 
 
-def user_hash(user_id: int | str) -> str:
-    """sha256 of a user id: how private chunks and PII-bearing rows name their owner."""
-    salt = getattr(settings, "KNOWHUB_USER_HASH_SALT", "knowhub")
+def user_hash_key(secret: str | None = None) -> bytes:
+    """The key of the user pseudonyms: ``KNOWHUB_USER_HASH_KEY``, else derived from SECRET_KEY.
+
+    Derived (not SECRET_KEY itself) so the pseudonym key is never the key Django signs with.
+    """
+    if secret is None:
+        secret = settings.KNOWHUB_USER_HASH_KEY or ""
+        if not secret:
+            return derived_user_hash_key(settings.SECRET_KEY)
+    return secret.encode()
+
+
+def derived_user_hash_key(secret_key: str) -> bytes:
+    """The pseudonym key derived from a SECRET_KEY (when KNOWHUB_USER_HASH_KEY is unset)."""
+    return hashlib.sha256(f"knowhub user pseudonyms|{secret_key}".encode()).digest()
+
+
+def user_hash(user_id: int | str, *, key: bytes | None = None) -> str:
+    """HMAC-SHA256 of a user id under a secret key: how private chunks and PII-bearing rows name
+    their owner. Without the key the hash cannot be reversed by hashing every possible id
+    (the earlier unkeyed sha256 could be; ``manage.py rekey_user_hashes`` replaces it)."""
+    return hmac.new(key or user_hash_key(), str(user_id).encode(), hashlib.sha256).hexdigest()
+
+
+def legacy_user_hash(user_id: int | str, salt: str = "knowhub") -> str:
+    """The unkeyed ``sha256("<salt>:<id>")`` earlier versions stored; only for re-keying."""
     return hashlib.sha256(f"{salt}:{user_id}".encode()).hexdigest()
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.db import transaction
 from django.utils.html import format_html, format_html_join
 
 from rag.models import Chunk, ChunkHistory, Project
@@ -37,8 +40,14 @@ class LiveFilter(admin.SimpleListFilter):
 
 @admin.register(Chunk)
 class ChunkAdmin(admin.ModelAdmin):
-    list_display = ("title_or_uid", "collection", "source_type", "domain", "visibility", "date", "updated_at", "live")
-    list_filter = (LiveFilter, "collection", "source_type", "visibility", "has_image", "domain", "embedding_model")
+    list_display = (
+        "title_or_uid", "collection", "source_type", "domain", "visibility", "pii_level", "date", "updated_at", "live",
+    )  # fmt: skip
+    # pii_level: 0 none, 1 names/mentions, 2 a person's own words (reflections, session artifacts);
+    # exports leave out level 2 unless asked for.
+    list_filter = (
+        LiveFilter, "collection", "source_type", "visibility", "pii_level", "has_image", "domain", "embedding_model",
+    )  # fmt: skip
     search_fields = ("chunk_uid", "title", "content", "source_id")
     date_hierarchy = "updated_at"
     list_select_related = ("project",)
@@ -78,3 +87,26 @@ class ChunkHistoryAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+class ForgetfulUserAdmin(UserAdmin):
+    """Deleting a user in the admin forgets them: private chunks and their history go, their
+    interactions and judgments are anonymised (rag.privacy.user_forget), in one transaction."""
+
+    def delete_model(self, request, obj):
+        from rag.privacy import user_forget
+
+        user_forget(user=obj)
+
+    def delete_queryset(self, request, queryset):
+        from rag.privacy import user_forget
+
+        with transaction.atomic():
+            for user in queryset:
+                user_forget(user=user)
+
+
+User = get_user_model()
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+admin.site.register(User, ForgetfulUserAdmin)

@@ -2,39 +2,62 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 
-from django.http import StreamingHttpResponse
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers
-from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from knowhub.api import BadRequest, StrictSerializerMixin
+from knowhub.api import StrictSerializerMixin
+from knowhub.schema import ANY_TEXT, NON_BLANK_TEXT
+from knowhub.sse import EventStreamNegotiation, event_stream_response
 from rag.acl import Scope
+from rag.answering.analysis import CHIP_FIELDS
 from rag.answering.selectors import facet_values
-from rag.answering.services import AskError, AskEvent, ask, collect
+from rag.answering.services import AskEvent, ask, collect
+from rag.apis import search_request_refused
 from rag.llm import available_models, default_model_id
-from rag.search import MODES, SearchFilters, known_collections
+from rag.search import MAX_QUERY_CHARS, MODES, SearchFilters, SearchRequestError
 
 logger = logging.getLogger(__name__)
 
 
-class JSONOnlyNegotiation(BaseContentNegotiation):
-    """Errors are JSON even when the client asked for ``text/event-stream``."""
+# What ``validate_ignore_filters`` accepts: a date chip is named by its field alone; any other
+# chip needs its (non-blank) value.
+IGNORED_FILTER_SCHEMA = {
+    "oneOf": [
+        {
+            "type": "object", "required": ["field"], "additionalProperties": False,
+            "properties": {
+                "field": {"type": "string", "enum": ["date"]},
+                "value": {"type": "string", "maxLength": 200, "pattern": ANY_TEXT, "nullable": True},
+            },
+        },
+        {
+            "type": "object", "required": ["field", "value"], "additionalProperties": False,
+            "properties": {
+                "field": {"type": "string", "enum": [f for f in CHIP_FIELDS if f != "date"]},
+                "value": {"type": "string", "maxLength": 200, "pattern": NON_BLANK_TEXT},
+            },
+        },
+    ]
+}  # fmt: skip
 
-    def select_parser(self, request, parsers):
-        return parsers[0]
 
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
+@extend_schema_field(IGNORED_FILTER_SCHEMA)
+class IgnoredFilterField(serializers.DictField):
+    """One chip to re-ask without; ``rag.answering.services.validate_ignore_filters`` checks it."""
 
 
 class AskInputSerializer(StrictSerializerMixin, serializers.Serializer):
-    query = serializers.CharField(max_length=2000, help_text="The question.")
+    query = serializers.CharField(max_length=MAX_QUERY_CHARS, help_text="The question.")
     collections = serializers.ListField(child=serializers.CharField(max_length=100), required=False, max_length=50)
     date_from = serializers.DateField(required=False, allow_null=True)
     date_to = serializers.DateField(required=False, allow_null=True)
@@ -42,39 +65,22 @@ class AskInputSerializer(StrictSerializerMixin, serializers.Serializer):
     entity = serializers.CharField(required=False, allow_blank=True, max_length=200)
     people = serializers.ListField(child=serializers.CharField(max_length=200), required=False, max_length=20)
     tags = serializers.ListField(child=serializers.CharField(max_length=200), required=False, max_length=20)
-    model = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="A model id of GET /rag/facets 'models'.")
-    conversation_id = serializers.CharField(required=False, allow_blank=True, max_length=64, help_text="Continue a conversation (returned by every answer).")
+    model = serializers.CharField(
+        required=False, allow_blank=True, max_length=200, help_text="A model id of GET /rag/facets 'models'."
+    )
+    conversation_id = serializers.CharField(
+        required=False, allow_blank=True, max_length=64, help_text="Continue a conversation (returned by every answer)."
+    )
     top_k = serializers.IntegerField(required=False, min_value=1, max_value=50)
     mode = serializers.ChoiceField(choices=MODES, required=False, default="hybrid")
+    ignore_filters = serializers.ListField(
+        child=IgnoredFilterField(), required=False, max_length=20,
+        help_text='Chips of analysis_filters to re-ask without: [{"field": "tags", "value": "search"}] '
+        "(field: date, collections, people, entity, tags or domain).",
+    )  # fmt: skip
 
-    def validate_query(self, value: str) -> str:
-        value = value.strip()
-        if not value:
-            raise serializers.ValidationError("The question is empty.")
-        if len(value.split()) > 300:
-            raise serializers.ValidationError("The question is longer than 300 words.")
-        return value
-
-    def validate(self, attrs):
-        if attrs.get("date_from") and attrs.get("date_to") and attrs["date_from"] > attrs["date_to"]:
-            raise serializers.ValidationError({"date_to": ["date_to is before date_from."]})
-        return attrs
-
-
-class SourceSerializer(serializers.Serializer):
-    n = serializers.IntegerField()
-    chunk_uid = serializers.CharField()
-    title = serializers.CharField()
-    url = serializers.CharField()
-    date = serializers.DateField(allow_null=True)
-    collection = serializers.CharField()
-    source_type = serializers.CharField()
-    source_id = serializers.CharField()
-    breadcrumb = serializers.CharField()
-    score = serializers.FloatField()
-    vec_score = serializers.FloatField()
-    txt_score = serializers.FloatField()
-    content = serializers.CharField()
+    # The question's length, the date order and the collections are checked by ``ask``
+    # (``rag.search``: one validation for every search surface).
 
 
 class CitationSerializer(serializers.Serializer):
@@ -85,9 +91,33 @@ class CitationSerializer(serializers.Serializer):
     date = serializers.DateField(allow_null=True)
 
 
+class SourceRowSerializer(CitationSerializer):  # a citation's fields first, then the document's
+    """One source row (a document) as the ask page shows it, live or read back from a stored turn."""
+
+    collection = serializers.CharField()
+    source_type = serializers.CharField()
+    source_id = serializers.CharField()
+    breadcrumb = serializers.CharField()
+    content = serializers.CharField(help_text="The document's retrieved chunks, in document order.")
+    chunk_uids = serializers.ListField(
+        child=serializers.CharField(), help_text="The retrieved chunks of this document."
+    )
+    snippet = serializers.CharField(help_text="Plain text (no markdown) of the best chunk.")
+    cited = serializers.BooleanField()
+    chunks = serializers.ListField(child=serializers.DictField())
+
+
+class SourceSerializer(SourceRowSerializer):
+    score = serializers.FloatField()
+    vec_score = serializers.FloatField()
+    txt_score = serializers.FloatField()
+
+
 class AskOutputSerializer(serializers.Serializer):
     answer = serializers.CharField(allow_null=True, help_text="null when generation failed (see error).")
-    error = serializers.CharField(allow_null=True, help_text="GENERATION_FAILED when the model failed; sources are still returned.")
+    error = serializers.CharField(
+        allow_null=True, help_text="GENERATION_FAILED when the model failed; sources are still returned."
+    )
     detail = serializers.CharField(required=False)
     citations = CitationSerializer(many=True, help_text="Exactly the sources the answer cites.")
     sources = SourceSerializer(many=True, help_text="Every chunk the model was given, numbered as cited.")
@@ -95,6 +125,15 @@ class AskOutputSerializer(serializers.Serializer):
     conversation_id = serializers.CharField()
     filters = serializers.DictField()
     analysis = serializers.DictField(allow_null=True)
+    analysis_filters = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Filters the query analysis read from the question: {field, value, origin: stated|guessed, "
+        "phrase, effect: filter|boost|dropped, label}. Re-ask without one via ignore_filters.",
+    )
+    ignored_filters = serializers.ListField(child=serializers.DictField(), help_text="The ignore_filters applied.")
+    searched_query = serializers.CharField(help_text="The question actually searched (a follow-up made standalone).")
+    strategy_label = serializers.CharField(help_text="The strategy in words: new search, same sources as before…")
+    cost_label = serializers.CharField(help_text="The cost in words ('free (local)' when nothing was paid).")
     fallback = serializers.CharField(allow_null=True)
     count = serializers.DictField(allow_null=True)
     interaction_id = serializers.IntegerField(allow_null=True)
@@ -127,15 +166,16 @@ def _start(request, data: dict) -> Iterator[AskEvent]:
             conversation_id=data.get("conversation_id") or None,
             top_k=data.get("top_k"),
             mode=data.get("mode", "hybrid"),
+            ignore_filters=data.get("ignore_filters"),
         )
-    except AskError as exc:
-        raise BadRequest(detail=exc.detail, code=exc.code) from exc
+    except SearchRequestError as exc:
+        raise search_request_refused(exc) from exc
 
 
 class AskApi(APIView):
     """Answer a question from the sources the caller may see, with checked numbered citations."""
 
-    content_negotiation_class = JSONOnlyNegotiation
+    content_negotiation_class = EventStreamNegotiation
     InputSerializer = AskInputSerializer  # shared with the stream twin: one schema component
     OutputSerializer = AskOutputSerializer
 
@@ -148,17 +188,7 @@ class AskApi(APIView):
         return Response(result)
 
 
-def sse_encode(events: Iterator[AskEvent]) -> Iterator[bytes]:
-    """Server-sent events, one per pipeline event. Closing this closes the pipeline."""
-    try:
-        for event in events:
-            yield f"event: {event.type}\ndata: {json.dumps(event.data, default=str)}\n\n".encode()
-    except Exception as exc:
-        logger.exception("ask stream failed")
-        payload = {"error": "INTERNAL", "detail": f"{type(exc).__name__}: {exc}"[:300]}
-        yield f"event: error\ndata: {json.dumps(payload)}\n\n".encode()
-    finally:
-        events.close()
+STREAM_FAILED = "Something went wrong while answering. Please try again."
 
 
 class AskStreamApi(APIView):
@@ -167,21 +197,23 @@ class AskStreamApi(APIView):
     A client that disconnects closes the stream, which stops generation.
     """
 
-    content_negotiation_class = JSONOnlyNegotiation
+    content_negotiation_class = EventStreamNegotiation
     InputSerializer = AskInputSerializer
 
     @extend_schema(
         request=InputSerializer,
-        responses={200: OpenApiResponse(description="text/event-stream: events status, sources, delta, citations, done, error"), 400: dict},
+        responses={
+            200: OpenApiResponse(
+                description="text/event-stream: events status, sources, delta, citations, done, error"
+            ),
+            400: dict,
+        },
     )
     def post(self, request):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         events = _start(request, serializer.validated_data)
-        response = StreamingHttpResponse(sse_encode(events), content_type="text/event-stream; charset=utf-8")
-        response["Cache-Control"] = "no-cache"
-        response["X-Accel-Buffering"] = "no"
-        return response
+        return event_stream_response(events, failure_detail=STREAM_FAILED, name="ask")
 
 
 class FacetsOutputSerializer(serializers.Serializer):
@@ -212,10 +244,10 @@ class FacetsApi(APIView):
         scope = Scope.for_user(request.user)
         raw = request.query_params.get("collections", "")
         collections = [c.strip() for c in raw.split(",") if c.strip()] or None
-        if collections:
-            unknown = sorted(set(collections) - set(known_collections(scope)))
-            if unknown:
-                raise BadRequest(detail=f"Unknown collection(s): {', '.join(unknown)}.", code="unknown_collection")
+        try:
+            SearchFilters(collections=collections).validate(scope=scope)
+        except SearchRequestError as exc:
+            raise search_request_refused(exc) from exc
         facets = facet_values(scope=scope, collections=collections)
         return Response(
             {

@@ -6,12 +6,21 @@ import logging
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers
+from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from knowhub.api import BadRequest, StrictSerializerMixin
+from knowhub.api import BadRequest, StrictSerializerMixin, UnknownReference
 from rag.acl import Scope
-from rag.search import MAX_QUERY_CHARS, MODES, SearchFilters, chunk_search, known_collections
+from rag.rerank import reranked_search
+from rag.search import (
+    MAX_QUERY_CHARS,
+    MODES,
+    SearchFilters,
+    SearchRequestError,
+    known_collections,
+    validate_query,
+)
 from rag.selectors import EmbeddingModelMismatch, health_status
 
 logger = logging.getLogger(__name__)
@@ -36,6 +45,17 @@ def _tag_list(**kwargs):
     return serializers.ListField(
         child=serializers.CharField(max_length=200), required=False, max_length=MAX_LIST_ITEMS, **kwargs
     )
+
+
+def search_request_refused(exc: SearchRequestError) -> APIException:
+    """The API error for a refused search request, the same from every endpoint: a name that
+    does not exist for the caller is a 404 with its code (``unknown_collection``), a bad field
+    value a 400 ``invalid`` naming the field, anything else a 400 with its own code."""
+    if exc.code.startswith("unknown_"):
+        return UnknownReference(detail=exc.detail, code=exc.code)
+    if exc.field:
+        return serializers.ValidationError({exc.field: [exc.detail]})
+    return BadRequest(detail=exc.detail, code=exc.code)
 
 
 class EmbeddingModelConflict(BadRequest):
@@ -68,11 +88,6 @@ class QueryApi(APIView):
         mode = serializers.ChoiceField(choices=MODES, default="hybrid")
         dedupe = serializers.BooleanField(default=False)
 
-        def validate(self, attrs):
-            if attrs.get("date_from") and attrs.get("date_to") and attrs["date_from"] > attrs["date_to"]:
-                raise serializers.ValidationError({"date_to": ["date_to is before date_from."]})
-            return attrs
-
     class HitSerializer(serializers.Serializer):
         rank = serializers.IntegerField()
         chunk_uid = serializers.CharField()
@@ -104,10 +119,11 @@ class QueryApi(APIView):
         embed_ms = serializers.FloatField(help_text="query embedding part of took_ms")
         candidates = serializers.IntegerField(help_text="rows scored (union of both candidate lists)")
         interaction_id = serializers.IntegerField()
+        rerank = serializers.DictField(help_text="provider, served ('reranked' or 'fused'), candidates, ms, error")
 
     @extend_schema(request=InputSerializer, responses={200: OutputSerializer, 400: dict, 409: dict})
     def post(self, request):
-        from feedback.services import interaction_record
+        from rag.interactions import interaction_record
 
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -115,22 +131,24 @@ class QueryApi(APIView):
         query = params.pop("query")
         top_k, mode, dedupe = params.pop("top_k"), params.pop("mode"), params.pop("dedupe")
         scope = Scope.for_user(request.user)
-        visible = known_collections(scope)
-        if "collections" in params:
-            unknown = sorted(set(params["collections"]) - set(visible))
-            if unknown:
-                raise BadRequest(
-                    f"unknown collection(s): {', '.join(unknown)}; you can search: {', '.join(visible) or 'none'}"
-                )
         filters = SearchFilters(**params)
         try:
-            result = chunk_search(query=query, scope=scope, filters=filters, top_k=top_k, mode=mode, dedupe=dedupe)
+            query = validate_query(query)
+            filters.validate(scope=scope)
+        except SearchRequestError as exc:
+            raise search_request_refused(exc) from exc
+        try:
+            result, rerank = reranked_search(query=query, scope=scope, filters=filters, top_k=top_k, mode=mode,
+                                             dedupe=dedupe)  # fmt: skip
         except EmbeddingModelMismatch as exc:
             raise EmbeddingModelConflict(str(exc)) from exc
         effective = filters.as_dict()
-        effective.setdefault("collections", visible)
+        if "collections" not in effective:
+            effective["collections"] = known_collections(scope)
+        # Which order was served (reranked, or fused after a rerank failure) stays with the log.
         interaction = interaction_record(
-            user=request.user, kind="query", query=query, filters=effective, hits=result.hits,
+            user=request.user, kind="query", query=query, filters={**effective, "rerank": rerank.as_dict()},
+            hits=result.hits,
             strategy=mode, latency_ms=result.took_ms,
         )
         hits = [self.HitSerializer(h).data for h in result.hits]
@@ -144,5 +162,6 @@ class QueryApi(APIView):
             "embed_ms": round(result.embed_ms, 2),
             "candidates": result.candidates,
             "interaction_id": interaction.pk,
+            "rerank": rerank.as_dict(),
         }
         return Response(out)

@@ -8,8 +8,9 @@ sentence's vector is by default the real MiniLM vector of the evaluated SciFact 
 (``manage.py evaluate`` stored those); ``--embed-sentences`` embeds each sentence for real
 instead (~40k sentences; cached). Either way the output says which. Chunks live in collection
 ``bench`` with realistic metadata (20 domains, a 1 % ``rare`` domain for the selective filter,
-dates, images, 10 % restricted to project ``bench``), are bulk-loaded with COPY, and the HNSW
-index is rebuilt after a large load. Reruns with the same N reuse everything.
+dates, images, 10 % restricted to project ``bench``), are bulk-loaded with COPY; for a large load
+the HNSW, GIN and BM25 indexes are built after loading and the term-stat triggers are off while
+it runs (statistics rebuilt once at the end). Reruns with the same N reuse everything.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
-from rag import term_stats
+from rag import term_stats, text_search
 from rag.acl import Scope, user_hash
 from rag.models import Project
 
@@ -95,7 +96,10 @@ def sentence_vectors(
     if not embed:
         inherited = _inherited_vectors(sentences, corpus, embedder)
         if inherited is not None:
-            return inherited, "each sentence inherits the real all-MiniLM-L6-v2 vector of the evaluated SciFact chunk holding it"
+            return (
+                inherited,
+                "each sentence inherits the real all-MiniLM-L6-v2 vector of the evaluated SciFact chunk holding it",
+            )
     out = np.zeros((len(sentences), embedder.dims), dtype=np.float32)
     step = 512
     for start in range(0, len(sentences), step):
@@ -145,6 +149,7 @@ class BenchCorpus:
     build_seconds: float
     sentences: int
     hnsw_seconds: float = 0.0
+    text_index_seconds: float = 0.0
     vectors: str = ""
 
 
@@ -159,7 +164,13 @@ def _vector_text(vec: np.ndarray) -> str:
 
 
 def build_corpus(
-    n: int, *, corpus: Path, embedder, rebuild: bool = False, embed_sentences: bool = False, progress: Callable[[str, int, int], None] | None = None
+    n: int,
+    *,
+    corpus: Path,
+    embedder,
+    rebuild: bool = False,
+    embed_sentences: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> BenchCorpus:
     """Make collection ``bench`` hold exactly ``n`` recombined chunks (reused when it does)."""
     started = time.perf_counter()
@@ -180,9 +191,16 @@ def build_corpus(
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM rag_chunk WHERE collection = %s", [COLLECTION])
     big = n >= HNSW_REBUILD_ABOVE
+    stat_triggers = False
     if big:
+        # Building an index once over all rows is far cheaper than maintaining it row by row.
         with connection.cursor() as cursor:
             cursor.execute("DROP INDEX IF EXISTS chunk_embedding_hnsw")
+            cursor.execute("DROP INDEX IF EXISTS chunk_tsv_gin")
+            cursor.execute(f"DROP INDEX IF EXISTS {text_search.BM25_INDEX}")
+            stat_triggers = text_search.triggers_present(cursor)
+            if stat_triggers:  # SQL backend: one statistics rebuild at the end instead
+                cursor.execute("ALTER TABLE rag_chunk DISABLE TRIGGER rag_chunk_term_stat_insert")
     columns = (
         "chunk_uid, collection, source_type, source_id, unit_anchor, chunk_idx, title, breadcrumb, url, content, "
         "content_hash, embedding, embedding_model, domain, concepts, mnemonic_tags, code_languages, has_image, "
@@ -193,7 +211,11 @@ def build_corpus(
     written = 0
     while written < n:
         count = min(COPY_BATCH, n - written)
-        with transaction.atomic(), connection.cursor() as cursor, cursor.copy(f"COPY rag_chunk ({columns}) FROM STDIN") as copy:
+        with (
+            transaction.atomic(),
+            connection.cursor() as cursor,
+            cursor.copy(f"COPY rag_chunk ({columns}) FROM STDIN") as copy,
+        ):
             for i in range(written, written + count):
                 home = rng.randrange(len(docs))
                 own = docs[home]
@@ -215,14 +237,15 @@ def build_corpus(
                         hashlib.sha256(f"{titles[home]}\n{text}".encode()).hexdigest(), _vector_text(vec),
                         embedder.name, domain, "{}", "{}", "{python}" if rng.random() < 0.05 else "{}",
                         rng.random() < 0.1, 0, "", base_date + dt.timedelta(days=rng.randrange(5 * 365)),
-                        json.dumps({"bench": True, "home": home, "vectors": how}), "restricted" if restricted else "public",
+                        json.dumps({"bench": True, "home": home, "vectors": how}),
+                        "restricted" if restricted else "public",
                         project.pk if restricted else None, "", now, now,
                     )
                 )  # fmt: skip
         written += count
         if progress:
             progress("load chunks", count, n)
-    hnsw_s = 0.0
+    hnsw_s = text_s = 0.0
     if big:
         t0 = time.perf_counter()
         with connection.cursor() as cursor:
@@ -232,15 +255,24 @@ def build_corpus(
                 "CREATE INDEX IF NOT EXISTS chunk_embedding_hnsw ON rag_chunk "
                 "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
             )
+            hnsw_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            cursor.execute("CREATE INDEX IF NOT EXISTS chunk_tsv_gin ON rag_chunk USING gin (tsv)")
+            if stat_triggers:
+                cursor.execute("ALTER TABLE rag_chunk ENABLE TRIGGER rag_chunk_term_stat_insert")
+                term_stats.rebuild()
             cursor.execute("RESET maintenance_work_mem")
-        hnsw_s = time.perf_counter() - t0
-    term_stats.compact()
+        text_search.reset()
+        text_search.ensure_backend()  # pg_textsearch: rebuilds its bm25 index over the loaded rows
+        text_s = time.perf_counter() - t0
+    elif text_search.triggers_present_now():
+        term_stats.compact()
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE rag_chunk")
         cursor.execute("ANALYZE rag_term_stat")
     return BenchCorpus(
-        chunks=n, built=True, build_seconds=time.perf_counter() - started, sentences=len(sentences), hnsw_seconds=hnsw_s,
-        vectors=how,
+        chunks=n, built=True, build_seconds=time.perf_counter() - started, sentences=len(sentences),
+        hnsw_seconds=hnsw_s, text_index_seconds=text_s, vectors=how,
     )
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.db import migrations
 
-MIN_PGVECTOR = (0, 5)
+# 0.8: iterative index scans (hnsw.iterative_scan), which filtered searches rely on for a full page.
+MIN_PGVECTOR = (0, 8)
 
 
 class PgvectorMissing(RuntimeError):
@@ -12,20 +13,38 @@ class PgvectorMissing(RuntimeError):
 
 
 def check_pgvector_available(cursor, settings_dict) -> None:
-    """Raise ``PgvectorMissing`` with what to do when the server offers no pgvector >= 0.5."""
-    cursor.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
+    """Raise ``PgvectorMissing`` with what to do when the server offers no pgvector >= 0.8, or the
+    database already holds an older one."""
+    cursor.execute(
+        "SELECT a.default_version, e.extversion FROM pg_available_extensions a "
+        "LEFT JOIN pg_extension e ON e.extname = a.name WHERE a.name = 'vector'"
+    )
     row = cursor.fetchone()
     where = f"{settings_dict.get('HOST') or 'local socket'}/{settings_dict.get('NAME')}"
     if row is None:
         raise PgvectorMissing(
-            f"The PostgreSQL server at {where} does not have the 'vector' extension (pgvector >= 0.5) "
+            f"The PostgreSQL server at {where} does not have the 'vector' extension (pgvector >= 0.8) "
             "that knowhub's index needs. Install pgvector on that server (e.g. the pgvector/pgvector "
             "Docker image, or the postgresql-NN-pgvector package), or unset DATABASE_URL to use the "
             "embedded PostgreSQL that ships with pgvector."
         )
-    version = tuple(int(p) for p in row[0].split(".")[:2])
-    if version < MIN_PGVECTOR:
-        raise PgvectorMissing(f"The PostgreSQL server at {where} offers pgvector {row[0]}; knowhub needs >= 0.5 (HNSW).")
+    available, installed = row
+    if _version(available) < MIN_PGVECTOR:
+        raise PgvectorMissing(
+            f"The PostgreSQL server at {where} offers pgvector {available}; knowhub needs >= 0.8 (iterative "
+            "HNSW scans keep filtered searches complete). Upgrade pgvector on that server (e.g. the "
+            "pgvector/pgvector:pg18 image or a newer postgresql-NN-pgvector package), or unset DATABASE_URL "
+            "to use the embedded PostgreSQL."
+        )
+    if installed and _version(installed) < MIN_PGVECTOR:
+        raise PgvectorMissing(
+            f"The database at {where} has pgvector {installed} installed (the server offers {available}); "
+            "knowhub needs >= 0.8. Run `ALTER EXTENSION vector UPDATE;` in that database, then migrate again."
+        )
+
+
+def _version(text: str) -> tuple[int, int]:
+    return tuple(int(p) for p in text.split(".")[:2])
 
 
 class RequirePgvector(migrations.operations.base.Operation):

@@ -7,10 +7,25 @@ demo runs); everything else is fixed text. Loading twice changes nothing.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
 from rag.units import SourceDocument, Unit, Visibility
 
 DEMO_PROJECT = ("platform-team", "Platform team")
+
+# Demo content of other apps (``manage.py load_demo`` runs them after the corpus): each app
+# registers its loader in its ``AppConfig.ready``, so rag never imports it.
+_extra_loaders: dict[str, Callable[[], object]] = {}
+
+
+def register_demo_loader(name: str, loader: Callable[[], object]) -> None:
+    """Add (or replace) the demo loader ``name``; ``load_demo`` reports its result under it."""
+    _extra_loaders[name] = loader
+
+
+def demo_extra_loaders() -> dict[str, Callable[[], object]]:
+    """The registered demo loaders by name, in the order they were first registered."""
+    return dict(_extra_loaders)
 
 DEMO_DOCUMENTS: list[dict] = [
     {
@@ -23,8 +38,9 @@ DEMO_DOCUMENTS: list[dict] = [
             "knowhub keeps one searchable index of what the team already writes: course pages edited in "
             "the admin, Notion pages, Logseq graphs and meeting notes. Everything lands in PostgreSQL "
             "with the pgvector extension, so there is no second search service to run.\n\n"
-            "Ask a question on the home page and knowhub answers with numbered citations. Each [n] points "
-            "to a source you can open; the list of sources is sorted by date. Without an LLM configured, "
+            "Ask a question on the home page and knowhub answers with numbered citations. Each [n] opens "
+            "the whole source document, with the cited passage marked and a link to the original when "
+            "there is one; sources are listed in the order they are cited. Without an LLM configured, "
             "answers are extractive: knowhub quotes the sentences that best answer the question and says "
             "so. Set OPENAI_API_KEY or LLM_BASE_URL to get written answers from a language model.\n\n"
             "Use the filters to narrow a question to a collection, a date range, a domain or an entity "

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from rag.acl import Scope
 from rag.embeddings import Embedder, get_embedder
+from rag.metrics import ndcg_at  # noqa: F401  (one nDCG for every app; importable from here)
 from rag.search import MODES, SearchFilters, chunk_search
 from rag.services import UpsertResult, chunk_upsert
 from rag.units import SourceDocument, Unit
@@ -154,13 +154,6 @@ def ingest_corpus(
     return result
 
 
-def ndcg_at(ranked: list[str], rels: dict[str, int], k: int) -> float:
-    dcg = sum((2 ** rels.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
-    ideal = sorted(rels.values(), reverse=True)[:k]
-    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
-
-
 def recall_at(ranked: list[str], rels: dict[str, int], k: int) -> float:
     return len(set(ranked[:k]) & set(rels)) / len(rels) if rels else 0.0
 
@@ -180,11 +173,16 @@ def evaluate(
     weights: tuple[float, float] | None = None,
     progress: Callable[[int], None] | None = None,
     depth: int = 100,
+    reranker=None,
 ) -> dict:
     """Run every judged query through ``chunk_search`` in each mode; mean metrics per mode.
 
-    The query is embedded once and reused across modes, so modes differ only in ranking.
+    The query is embedded once and reused across modes, so modes differ only in ranking. With a
+    ``reranker`` each mode also gets a ``<mode>+rerank`` row: the same hits with the top
+    ``KNOWHUB_RERANK_TOP_N`` reordered by it (fallbacks to the fused order are counted).
     """
+    from rag.rerank import rerank_hits
+
     for mode in modes:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
@@ -192,6 +190,9 @@ def evaluate(
     scope = Scope.everything()
     filters = SearchFilters(collections=[dataset.collection])
     scores = {mode: ModeScores() for mode in modes}
+    if reranker is not None:
+        scores.update({f"{mode}+rerank": ModeScores() for mode in modes})
+    fallbacks = dict.fromkeys(modes, 0)
     for qid, text in dataset.queries.items():
         vector = embedder.embed_query(text)
         rels = dataset.qrels[qid]
@@ -206,6 +207,15 @@ def evaluate(
             s.recall100.append(recall_at(ranked, rels, 100))
             s.mrr10.append(mrr_at(ranked, rels, 10))
             s.took_ms.append(result.took_ms)
+            if reranker is not None:
+                hits, info = rerank_hits(query=text, hits=result.hits, reranker=reranker)
+                fallbacks[mode] += info.served != "reranked"
+                ranked = [h.source_id for h in hits]
+                s = scores[f"{mode}+rerank"]
+                s.ndcg10.append(ndcg_at(ranked, rels, 10))
+                s.recall100.append(recall_at(ranked, rels, 100))
+                s.mrr10.append(mrr_at(ranked, rels, 10))
+                s.took_ms.append(result.took_ms + info.ms)
         if progress:
             progress(1)
     return {
@@ -213,5 +223,6 @@ def evaluate(
         "split": dataset.split,
         "collection": dataset.collection,
         "queries": len(dataset.queries),
-        "modes": {mode: scores[mode].summary() for mode in modes},
+        "modes": {mode: s.summary() for mode, s in scores.items()},
+        **({"rerank": {"provider": reranker.name, "fallbacks": fallbacks}} if reranker is not None else {}),
     }

@@ -50,7 +50,8 @@ class Chunk(models.Model):
 
     title = models.CharField(max_length=500, blank=True, default="")
     breadcrumb = models.CharField(max_length=1000, blank=True, default="")
-    url = models.URLField(max_length=1000, blank=True, default="")
+    # Not a URLField: originals include app links (logseq://, notion://) that URL validation rejects.
+    url = models.CharField(max_length=1000, blank=True, default="")
     content = models.TextField()
     content_hash = models.CharField(max_length=64)
 
@@ -166,3 +167,35 @@ class TermStat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.collection}:{self.lexeme} {self.docs:+d}"
+
+
+class Conversation(models.Model):
+    """One person's thread of questions on the ask page.
+
+    The turns are the ``feedback.Interaction`` rows of kind ``ask`` whose
+    ``filters["conversation_id"]`` is this id, so the feedback loop keeps reading them as before.
+    The id is a string rather than a UUID column because API clients may already have chosen
+    their own ids (1-64 letters, digits, ``-`` or ``_``); new ids are uuid4 hex. Deleting hides
+    the conversation from its owner (``deleted_at``) but keeps the interactions the feedback loop
+    learns from.
+    """
+
+    id = models.CharField(max_length=64, primary_key=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations")
+    title = models.CharField(max_length=200)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-created_at"]
+        indexes = [
+            models.Index(
+                name="conversation_user_live_idx",
+                fields=["user", "-updated_at"],
+                condition=models.Q(deleted_at__isnull=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title

@@ -1,15 +1,44 @@
-"""Reads of the index that are not retrieval: health, facets, model checks."""
+"""Reads of the index that are not retrieval: chunk lookups by uid, health, model checks."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import connection
 
+from rag.acl import Scope
 from rag.models import Chunk
 
 
 class EmbeddingModelMismatch(Exception):
     """The index holds vectors from another model than the one that would embed the query."""
+
+
+def chunk_document_keys(*, scope: Scope, chunk_uids: set[str]) -> dict[str, str]:
+    """``{chunk_uid: document_key}`` of the live chunks among ``chunk_uids`` that ``scope`` sees.
+
+    The document key is ``collection:source_type:source_id``. Going through ``Scope`` keeps the
+    existence of a chunk the caller may not see undisclosed.
+    """
+    if not chunk_uids:
+        return {}
+    acl_sql, acl_params = scope.sql("c")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.chunk_uid, c.collection || ':' || c.source_type || ':' || c.source_id FROM rag_chunk c "
+            f"WHERE c.chunk_uid = ANY(%s) AND c.deleted_at IS NULL AND {acl_sql}",
+            [list(chunk_uids), *acl_params],
+        )
+        return dict(cursor.fetchall())
+
+
+def chunk_collections(*, chunk_uids: set[str]) -> dict[str, str]:
+    """``{chunk_uid: collection}`` of the chunks among ``chunk_uids`` (no visibility check: the
+    caller has checked it)."""
+    if not chunk_uids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT chunk_uid, collection FROM rag_chunk WHERE chunk_uid = ANY(%s)", [list(chunk_uids)])
+        return dict(cursor.fetchall())
 
 
 def pgvector_version() -> str | None:
@@ -59,9 +88,15 @@ def health_status() -> dict:
             if version
             else {"status": "error", "detail": "the 'vector' extension is not installed in this database"}
         )
+        parts["text_search"] = _text_search_status()
     except Exception as exc:  # health reports, it does not raise
         parts["database"] = {"status": "error", "detail": str(exc).strip()}
+        from knowhub.api import DATABASE_ERRORS, database_failed
+
+        if isinstance(exc, DATABASE_ERRORS):
+            database_failed(exc)  # the embedded default is started again for the next probe
         parts["pgvector"] = {"status": "unknown"}
+        parts["text_search"] = {"status": "unknown"}
     from rag.embeddings import get_embedder
 
     try:
@@ -79,6 +114,16 @@ def health_status() -> dict:
     parts["broker"] = _broker_status()
     ok = all(p["status"] in ("ok", "inline") for p in parts.values())
     return {"ok": ok, **parts}
+
+
+def _text_search_status() -> dict:
+    """Which keyword backend serves search ("pg_textsearch" or the portable "sql")."""
+    from rag import text_search
+
+    try:
+        return {"status": "ok", "backend": text_search.active_backend().name}
+    except Exception as exc:
+        return {"status": "error", "detail": str(exc)}
 
 
 def _broker_status() -> dict:

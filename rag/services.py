@@ -12,7 +12,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from rag import term_stats
+from rag import term_stats, text_search
 from rag.chunking import split_text
 from rag.embeddings import Embedder, EmbeddingError, get_embedder
 from rag.models import Chunk, ChunkHistory, Project
@@ -88,14 +88,29 @@ def _validate(doc: SourceDocument) -> None:
         raise SourceError(f"duplicate unit anchors in {doc.source_id!r}")
 
 
+def project_ids_for(documents: Iterable[SourceDocument]) -> dict[str, int]:
+    """``{slug: id}`` of the projects ``documents`` name (unknown slugs are left out)."""
+    slugs = {d.project for d in documents if d.project}
+    return dict(Project.objects.filter(slug__in=slugs).values_list("slug", "id")) if slugs else {}
+
+
+def source_check(doc: SourceDocument, project_ids: dict[str, int]) -> int | None:
+    """Raise ``SourceError`` when ``doc`` cannot be stored as given; return its project's id.
+
+    What ``plan_rows`` refuses, without chunking: callers can sort out bad documents up front
+    and leave the chunking to ``chunk_upsert``.
+    """
+    _validate(doc)
+    if not doc.project:
+        return None
+    if doc.project not in project_ids:
+        raise SourceError(f"unknown project {doc.project!r}")
+    return project_ids[doc.project]
+
+
 def plan_rows(doc: SourceDocument, project_ids: dict[str, int]) -> list[dict]:
     """The chunk rows a source document should have, without embeddings."""
-    _validate(doc)
-    project_id = None
-    if doc.project:
-        if doc.project not in project_ids:
-            raise SourceError(f"unknown project {doc.project!r}")
-        project_id = project_ids[doc.project]
+    project_id = source_check(doc, project_ids)
     size = doc.chunk_size or settings.KNOWHUB_CHUNK_SIZE
     overlap = doc.chunk_overlap if doc.chunk_overlap is not None else settings.KNOWHUB_CHUNK_OVERLAP
     overlap = min(overlap, size // 2)
@@ -160,7 +175,9 @@ def _needs_embedding(row: dict, old: dict | None, model_name: str) -> bool:
     return old is None or old["content_hash"] != row["content_hash"] or old["embedding_model"] != model_name
 
 
-def _embed(embedder: Embedder, texts: dict[str, str], batch_size: int, progress: Callable | None) -> dict[str, list[float]]:
+def _embed(
+    embedder: Embedder, texts: dict[str, str], batch_size: int, progress: Callable | None
+) -> dict[str, list[float]]:
     """Embed texts keyed by hash in batches; any failure raises before anything is written."""
     vectors: dict[str, list[float]] = {}
     items = list(texts.items())
@@ -176,19 +193,42 @@ def _embed(embedder: Embedder, texts: dict[str, str], batch_size: int, progress:
     return vectors
 
 
+def _diff(rows: list[dict], existing: dict[str, dict], model_name: str) -> tuple[UpsertResult, list[dict], list[str]]:
+    """Compare one source's planned rows with its stored chunks.
+
+    Returns the counts a write would report, the rows to write and the stored uids to delete.
+    """
+    result = UpsertResult(sources=1)
+    changed: list[dict] = []
+    for row in rows:
+        old = existing.get(row["chunk_uid"])
+        if not _differs(row, old, model_name):
+            result.unchanged += 1
+            continue
+        changed.append(row)
+        if old is None:
+            result.created += 1
+        else:
+            result.updated += 1
+    planned = {r["chunk_uid"] for r in rows}
+    surplus = [uid for uid in existing if uid not in planned]
+    result.deleted = len(surplus)
+    return result, changed, surplus
+
+
 def _write_source(
     doc_key: tuple[str, str, str], rows: list[dict], vectors: dict[str, list[float]], embedder: Embedder,
     texts: dict[str, str],
 ) -> UpsertResult:
     """Make one source's stored chunks equal ``rows``, in one transaction."""
-    result = UpsertResult(sources=1)
     with transaction.atomic():
         # Serialise writers of the same source: two workers syncing it never interleave.
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["\x1f".join(doc_key)])
         existing = _existing([doc_key], lock=True)
+        result, changed, surplus = _diff(rows, existing, embedder.name)
         now = timezone.now()
-        to_write: list[Chunk] = []
+        to_write: list[tuple[dict, list[float] | None]] = []
         history: list[ChunkHistory] = []
         missing = {
             r["content_hash"]: texts.get(r["content_hash"]) or embedding_text(r["title"], r["content"])
@@ -198,26 +238,28 @@ def _write_source(
         if missing:  # another writer changed the source since we planned: embed the difference
             vectors = {**vectors, **_embed(embedder, missing, len(missing), None)}
             result.embedded += len(missing)
-        for row in rows:
+        for row in changed:
             old = existing.get(row["chunk_uid"])
-            if not _differs(row, old, embedder.name):
-                result.unchanged += 1
-                continue
             if _needs_embedding(row, old, embedder.name):
                 embedding = vectors[row["content_hash"]]
             else:
                 embedding = None  # keep the stored vector; fetched below only when needed
             to_write.append((row, embedding))
             if old is None:
-                result.created += 1
-                history.append(ChunkHistory(chunk_uid=row["chunk_uid"], change="created", content=row["content"], content_hash=row["content_hash"], title=row["title"]))
-            else:
-                result.updated += 1
-                if old["content_hash"] != row["content_hash"]:
-                    history.append(ChunkHistory(chunk_uid=row["chunk_uid"], change="updated", content=row["content"], content_hash=row["content_hash"], title=row["title"]))
+                history.append(ChunkHistory(
+                    chunk_uid=row["chunk_uid"], change="created", content=row["content"],
+                    content_hash=row["content_hash"], title=row["title"],
+                ))
+            elif old["content_hash"] != row["content_hash"]:
+                history.append(ChunkHistory(
+                    chunk_uid=row["chunk_uid"], change="updated", content=row["content"],
+                    content_hash=row["content_hash"], title=row["title"],
+                ))
         if to_write:
             keep = [r["chunk_uid"] for r, e in to_write if e is None]
-            stored = dict(Chunk.objects.filter(chunk_uid__in=keep).values_list("chunk_uid", "embedding")) if keep else {}
+            stored = (
+                dict(Chunk.objects.filter(chunk_uid__in=keep).values_list("chunk_uid", "embedding")) if keep else {}
+            )
             objs = []
             for row, embedding in to_write:
                 objs.append(
@@ -231,12 +273,14 @@ def _write_source(
                     )
                 )
             Chunk.objects.bulk_create(objs, update_conflicts=True, unique_fields=["chunk_uid"], update_fields=_UPDATED)
-        surplus = set(existing) - {r["chunk_uid"] for r in rows}
         if surplus:
             for uid in surplus:
                 old = existing[uid]
-                history.append(ChunkHistory(chunk_uid=uid, change="deleted", content=old["content"], content_hash=old["content_hash"], title=old["title"]))
-            result.deleted += Chunk.objects.filter(chunk_uid__in=surplus).delete()[0]
+                history.append(ChunkHistory(
+                    chunk_uid=uid, change="deleted", content=old["content"], content_hash=old["content_hash"],
+                    title=old["title"],
+                ))
+            result.deleted = Chunk.objects.filter(chunk_uid__in=surplus).delete()[0]
         if history:
             ChunkHistory.objects.bulk_create(history)
     return result
@@ -248,20 +292,23 @@ def chunk_upsert(
     embedder: Embedder | None = None,
     batch_size: int | None = None,
     progress: Callable[[int], None] | None = None,
+    dry_run: bool = False,
 ) -> UpsertResult:
     """Store each source document's chunks: embed only what changed, remove what vanished.
 
     Per source, one transaction: after a failure a source is fully old or fully new. Embeddings
     are computed for the whole call before any write, so a provider that fails mid-batch leaves
     every source of the call untouched. A source whose rows all match is not written at all.
+
+    ``dry_run`` compares the planned rows with the stored ones and returns the same counts
+    without writing or embedding anything (``embedded`` counts the texts that would be sent).
     """
     embedder = embedder or get_embedder()
     batch_size = batch_size or settings.KNOWHUB_EMBEDDING_BATCH
     result = UpsertResult()
     if not documents:
         return result
-    slugs = {d.project for d in documents if d.project}
-    project_ids = dict(Project.objects.filter(slug__in=slugs).values_list("slug", "id")) if slugs else {}
+    project_ids = project_ids_for(documents)
 
     planned: dict[tuple[str, str, str], list[dict]] = {}
     for doc in documents:
@@ -289,11 +336,18 @@ def chunk_upsert(
             result.unchanged += len(rows)
             result.sources += 1
 
+    if dry_run:
+        result.embedded += len(texts)
+        for key in dirty:
+            stored = {uid: existing[uid] for uid in by_source.get(key, ())}
+            result.add(_diff(planned[key], stored, embedder.name)[0])
+        return result
+
     vectors = _embed(embedder, texts, batch_size, progress)
     result.embedded += len(vectors)
     for key in dirty:
         result.add(_write_source(key, planned[key], vectors, embedder, texts))
-    if dirty:
+    if dirty and text_search.active_backend().name == "sql":
         term_stats.maybe_compact()  # BM25 frequencies: fold the trigger's deltas now and then
     return result
 
@@ -339,6 +393,8 @@ def index_reembed(
         cursor.execute(f"ALTER TABLE {table} DROP COLUMN IF EXISTS embedding_model_next")
         cursor.execute(f"DROP INDEX IF EXISTS {table}_embedding_next_hnsw")
         cursor.execute(f"ALTER TABLE {table} ADD COLUMN embedding_next vector({dims})")
+        # Kept in the row like the column it replaces (rag migration 0004_inline_vectors).
+        cursor.execute(f"ALTER TABLE {table} ALTER COLUMN embedding_next SET STORAGE MAIN")
         cursor.execute(f"ALTER TABLE {table} ADD COLUMN embedding_model_next varchar(200)")
 
     def fill(cursor, *, limit: int | None) -> int:

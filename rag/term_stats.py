@@ -20,6 +20,16 @@ COMPACT_AFTER_DELTAS = 500
 
 _KEY = "collection, visibility, project_id, owner_hash, lexeme"
 
+# Every live chunk's lexemes (length 0) plus one '' row carrying its length, grouped by partition
+# and lexeme: columns 1-5 are the partition and the lexeme, then the sums a SELECT makes of x.
+_LIVE_LEXEMES = """FROM rag_chunk c
+            CROSS JOIN LATERAL (
+                SELECT l AS lexeme, 0 AS length FROM unnest(tsvector_to_array(c.tsv)) AS l
+                UNION ALL SELECT '', length(c.tsv)
+            ) x
+            WHERE c.deleted_at IS NULL
+            GROUP BY 1, 2, 3, 4, 5"""
+
 
 def compact() -> int:
     """Fold all committed deltas into one row per key; returns the rows left.
@@ -63,13 +73,7 @@ def rebuild() -> int:
             f"""
             INSERT INTO rag_term_stat ({_KEY}, docs, length)
             SELECT c.collection, c.visibility, c.project_id, c.owner_hash, x.lexeme, count(*), sum(x.length)
-            FROM rag_chunk c
-            CROSS JOIN LATERAL (
-                SELECT l AS lexeme, 0 AS length FROM unnest(tsvector_to_array(c.tsv)) AS l
-                UNION ALL SELECT '', length(c.tsv)
-            ) x
-            WHERE c.deleted_at IS NULL
-            GROUP BY 1, 2, 3, 4, 5
+            {_LIVE_LEXEMES}
             """
         )
         return cursor.rowcount
@@ -79,17 +83,11 @@ def drift() -> int:
     """How many (partition, lexeme) frequencies differ from a recount (0 when consistent)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            """
+            f"""
             WITH truth AS (
                 SELECT c.collection, c.visibility, coalesce(c.project_id, 0) AS project_id, c.owner_hash,
                        x.lexeme, count(*) AS docs, sum(x.length) AS length
-                FROM rag_chunk c
-                CROSS JOIN LATERAL (
-                    SELECT l AS lexeme, 0 AS length FROM unnest(tsvector_to_array(c.tsv)) AS l
-                    UNION ALL SELECT '', length(c.tsv)
-                ) x
-                WHERE c.deleted_at IS NULL
-                GROUP BY 1, 2, 3, 4, 5
+                {_LIVE_LEXEMES}
             ), kept AS (
                 SELECT collection, visibility, coalesce(project_id, 0) AS project_id, owner_hash, lexeme,
                        sum(docs) AS docs, sum(length) AS length

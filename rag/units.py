@@ -18,7 +18,7 @@ class Visibility:
 
     PUBLIC = "public"  # everyone
     RESTRICTED = "restricted"  # members of ``project``
-    PRIVATE = "private"  # the user whose sha256 id hash is ``owner_hash`` (and staff)
+    PRIVATE = "private"  # the user whose keyed id hash (rag.acl.user_hash) is ``owner_hash`` (and staff)
 
     CHOICES = (PUBLIC, RESTRICTED, PRIVATE)
 
@@ -48,7 +48,7 @@ class Unit:
 class SourceDocument:
     """Everything the index holds for one source object, replaced as a whole on each sync.
 
-    ``project`` is a project *slug* (or ``None``); ``owner_hash`` is the sha256 hex of the owning
+    ``project`` is a project *slug* (or ``None``); ``owner_hash`` is the keyed hash (HMAC-SHA256 hex) of the owning
     user's id for private chunks (see ``rag.acl.user_hash``).
     """
 

@@ -4,6 +4,9 @@ set -euo pipefail
 HOST=${1:-127.0.0.1}
 PORT=${2:-8000}
 cd "$(dirname "$0")/.."
+# A local demo, not a deployment: DEBUG on (error pages with tracebacks, plain HTTP). The
+# production shape is docker-compose.yml (gunicorn, DEBUG off).
+export DJANGO_DEBUG=${DJANGO_DEBUG:-true}
 PY=.venv/bin/python
 mkdir -p var/log
 CREDS=$($PY -c 'import json;d=json.load(open("var/demo-credentials.json"));print(d["username"], d["password"])')
@@ -27,6 +30,7 @@ cat <<MSG
   try:   curl -s -H "Authorization: Token $TOKEN" -H 'Content-Type: application/json' \\
            -d '{"query": "how does search rank results"}' http://$HOST:$PORT/rag/query
   $WORKER_NOTE
+  mode:  local demo with DJANGO_DEBUG=$DJANGO_DEBUG (tracebacks shown; not for a public server)
   stop with Ctrl-C (the embedded database keeps running; 'make stop' stops it)
 
 MSG

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
+from feedback.models import GradeContest
 from sessions.models import LearningSession, Realm, SessionEvent, SessionProgress, Topic
+from sessions.services import grade_contest_review
 
 
 @admin.register(Realm)
@@ -58,7 +60,9 @@ class SessionEventInline(admin.TabularInline):
 
 @admin.register(LearningSession)
 class LearningSessionAdmin(admin.ModelAdmin):
-    list_display = ("id", "user", "realm_id", "topic_id", "status", "guide", "score", "artifact_source", "indexed_at", "created_at")
+    list_display = (
+        "id", "user", "realm_id", "topic_id", "status", "guide", "score", "artifact_source", "indexed_at", "created_at"
+    )
     list_filter = ("status", "guide", "artifact_source", "realm_id")
     search_fields = ("user__username", "topic_id", "realm_id")
     readonly_fields = ("created_at", "updated_at", "finished_at", "indexed_at")
@@ -82,3 +86,54 @@ class SessionProgressAdmin(admin.ModelAdmin):
     list_filter = ("realm_id",)
     search_fields = ("user__username", "topic_id")
     raw_id_fields = ("session",)
+
+
+# --- contested grades (feedback's review queue) -----------------------------------------------
+# The model is feedback's (it is listed there in the admin); its review re-scores a session, so
+# the admin that runs it lives here, above both apps.
+
+
+@admin.register(GradeContest)
+class GradeContestAdmin(admin.ModelAdmin):
+    """Learners' objections to a test grade: accept the answer (re-scores the session) or uphold."""
+
+    list_display = ("created_at", "status", "learner", "topic", "short_question", "answer", "score", "reason")
+    list_filter = ("status",)
+    search_fields = ("question", "answer", "reason")
+    ordering = ("status", "-created_at")
+    readonly_fields = (
+        "session", "learner", "test_index", "question", "answer", "expected", "score", "passed",
+        "explanation", "reason", "status", "reviewed_by", "reviewed_at", "created_at",
+    )
+    fields = (*readonly_fields[:10], "review_note", *readonly_fields[10:])
+    actions = ("accept_answers", "uphold_grades")
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.display(description="topic")
+    def topic(self, obj):
+        return obj.session.topic_id
+
+    @admin.display(description="question")
+    def short_question(self, obj):
+        return obj.question[:80]
+
+    def _review(self, request, queryset, *, accept: bool) -> None:
+        n = 0
+        for contest in queryset.filter(status=GradeContest.Status.OPEN):
+            grade_contest_review(contest=contest, reviewer=request.user, accept=accept, note=contest.review_note)
+            n += 1
+        self.message_user(
+            request,
+            f"{n} contest(s) {'accepted' if accept else 'upheld'}; reviewed ones were left as they were.",
+            messages.SUCCESS,
+        )
+
+    @admin.action(description="Accept the answer (re-grade as passed)")
+    def accept_answers(self, request, queryset):
+        self._review(request, queryset, accept=True)
+
+    @admin.action(description="Uphold the grade")
+    def uphold_grades(self, request, queryset):
+        self._review(request, queryset, accept=False)

@@ -7,17 +7,15 @@ the stored artifact.
 
 from __future__ import annotations
 
-import json
 import logging
 
-from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
-from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from knowhub.api import StrictSerializerMixin
+from knowhub.sse import EventStreamNegotiation, event_stream_response
 from sessions import services
 from sessions.guide import progress
 from sessions.models import LearningSession
@@ -194,25 +192,20 @@ class SessionChatApi(APIView):
             result = services.session_chat(session=session, user=request.user, message=data.validated_data["message"])
         except services.SessionError as exc:
             return _error(exc)
-        return Response({"user_event": result.user_event, "event": result.event, "session": session_output(session, with_events=False)})
-
-
-class EventStreamRenderer(BaseRenderer):
-    """Lets clients ask for ``Accept: text/event-stream``; errors before the stream are JSON."""
-
-    media_type = "text/event-stream"
-    format = "sse"
-    charset = "utf-8"
-
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return json.dumps(data, default=str).encode()
+        return Response(
+            {
+                "user_event": result.user_event,
+                "event": result.event,
+                "session": session_output(session, with_events=False),
+            }
+        )
 
 
 class SessionChatStreamApi(APIView):
     """The chat as server-sent events: ``delta`` (text), ``replace``, then ``done`` or ``error``."""
 
     InputSerializer = ChatInputSerializer
-    renderer_classes = [JSONRenderer, EventStreamRenderer]
+    content_negotiation_class = EventStreamNegotiation
 
     @extend_schema(request=InputSerializer, responses={(200, "text/event-stream"): str, **_ERRORS})
     def post(self, request, pk: int):
@@ -223,22 +216,14 @@ class SessionChatStreamApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            events = services.session_chat_stream(session=session, user=request.user, message=data.validated_data["message"])
+            events = services.session_chat_stream(
+                session=session, user=request.user, message=data.validated_data["message"]
+            )
         except services.SessionError as exc:
             return _error(exc)
-
-        def sse():
-            try:
-                for item in events:
-                    yield f"event: {item['type']}\ndata: {json.dumps(item, default=str)}\n\n"
-            except Exception:  # noqa: BLE001 — the client must hear about it, not see a cut stream
-                logger.exception("session %s: chat stream failed", session.pk)
-                yield 'event: error\ndata: {"type": "error", "error": "internal", "detail": "The guide failed; try again."}\n\n'
-
-        response = StreamingHttpResponse(sse(), content_type="text/event-stream")
-        response["Cache-Control"] = "no-cache"
-        response["X-Accel-Buffering"] = "no"
-        return response
+        return event_stream_response(
+            events, failure_detail="The guide failed; try again.", name=f"session {session.pk}: chat"
+        )
 
 
 class SessionFinishApi(APIView):
@@ -261,6 +246,51 @@ class SessionFinishApi(APIView):
         except services.SessionError as exc:
             return _error(exc)
         return Response({**session_output(result.session), "already_finished": result.already_finished})
+
+
+class SessionContestApi(APIView):
+    """Contest the grade of one answered test; it is stored for the admin's review queue."""
+
+    @extend_schema_serializer(component_name="GradeContestInput")
+    class InputSerializer(StrictSerializerMixin, serializers.Serializer):
+        test = serializers.IntegerField(min_value=1, help_text="the question's number, from 1")
+        reason = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_CONTEST_REASON_CHARS)
+
+    @extend_schema_serializer(component_name="GradeContest")
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        test = serializers.IntegerField()
+        status = serializers.CharField()
+        score = serializers.FloatField()
+        passed = serializers.BooleanField()
+        reason = serializers.CharField(allow_blank=True)
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={201: OutputSerializer, 400: _ERRORS[400], 404: _ERRORS[404], 409: _ERRORS[409]},
+    )
+    def post(self, request, pk: int):
+        try:
+            session = session_get_for_user(session_id=pk, user=request.user)
+        except SessionNotFound:
+            return _not_found()
+        data = self.InputSerializer(data=request.data)
+        if not data.is_valid():
+            return Response({"error": "invalid", "detail": data.errors}, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            contest = services.session_grade_contest(
+                session=session,
+                user=request.user,
+                test_index=data.validated_data["test"] - 1,
+                reason=data.validated_data.get("reason", ""),
+            )
+        except services.SessionError as exc:
+            return _error(exc)
+        out = {
+            "id": contest.pk, "test": contest.test_index + 1, "status": contest.status, "score": contest.score,
+            "passed": contest.passed, "reason": contest.reason,
+        }
+        return Response(self.OutputSerializer(out).data, status=status.HTTP_201_CREATED)
 
 
 class RealmListApi(APIView):
@@ -301,7 +331,10 @@ class RealmListApi(APIView):
                 "next_topic": rp.next_topic.slug if rp.next_topic else None,
                 "open_session": rp.open_session.pk if rp.open_session else None,
                 "topics": [
-                    {"slug": t.topic.slug, "title": t.topic.title, "domain": t.topic.domain, "completed": t.completed, "best_score": t.best_score}
+                    {
+                        "slug": t.topic.slug, "title": t.topic.title, "domain": t.topic.domain,
+                        "completed": t.completed, "best_score": t.best_score,
+                    }
                     for t in rp.topics
                 ],
             }

@@ -7,3 +7,15 @@ class LearningSessionsConfig(AppConfig):
     name = "sessions"
     label = "learning_sessions"
     verbose_name = "Learning sessions"
+
+    def ready(self):
+        # The learning content is part of the demo (manage.py load_demo): rag never imports sessions.
+        from rag.demo import register_demo_loader
+
+        register_demo_loader("sessions.services", _import_learning_content)
+
+
+def _import_learning_content():
+    from sessions.services import learning_content_import  # imported when the demo loads
+
+    return learning_content_import()

@@ -38,7 +38,10 @@ ARTIFACT_SCHEMA: dict = {
                 },
             },
         },
-        "rules": {"type": "array", "minItems": 1, "maxItems": 30, "items": {"type": "string", "minLength": 3, "maxLength": 1000}},
+        "rules": {
+            "type": "array", "minItems": 1, "maxItems": 30,
+            "items": {"type": "string", "minLength": 3, "maxLength": 1000},
+        },
         "script": {"type": "string", "minLength": 20, "maxLength": 8000},
         "red_flags": {"type": "array", "maxItems": 30, "items": {"type": "string", "minLength": 3, "maxLength": 1000}},
         "score": {"type": "number", "minimum": 0, "maximum": 1},
@@ -59,7 +62,8 @@ class Artifact:
         return asdict(self)
 
     def index_text(self) -> str:
-        """What gets embedded: script, then rules, then red flags (seed 001's vectorizer order)."""
+        """What gets embedded: script, then rules, then red flags (the learner's own story opens
+        the first chunk; the rules and red flags follow as labelled lists)."""
         parts = [self.script.strip()]
         if self.rules:
             parts.append("Rules:\n" + "\n".join(f"- {r}" for r in self.rules))
@@ -153,11 +157,17 @@ def extract_with_llm(*, llm, topic: dict, realm: dict, transcript: list[dict], d
         completion = llm.complete(messages=messages, max_tokens=1500, temperature=0.2, json_schema=ARTIFACT_SCHEMA)
         data = _parse_json(completion.text)
     except (LLMError, ValueError) as exc:
-        logger.warning("artifact extraction by %s failed, using the deterministic one: %s", getattr(llm, "name", "llm"), exc)
+        logger.warning(
+            "artifact extraction by %s failed, using the deterministic one: %s", getattr(llm, "name", "llm"), exc
+        )
         return None
     problems = validate_artifact(data, topic=topic)
     if problems:
-        logger.warning("artifact from %s is invalid (%s), using the deterministic one", getattr(llm, "name", "llm"), "; ".join(problems[:5]))
+        logger.warning(
+            "artifact from %s is invalid (%s), using the deterministic one",
+            getattr(llm, "name", "llm"),
+            "; ".join(problems[:5]),
+        )
         return None
     return Artifact(
         legend=data["legend"],

@@ -90,8 +90,30 @@ TOPIC_SCHEMA = {
                 "additionalProperties": False,
                 "properties": {
                     "question": _TEXT,
+                    # Code the question is about, kept on its own lines (shown as a code block).
+                    "code": _TEXT,
                     "expected": _TEXT,
                     "keywords": {"type": "array", "items": _TEXT},
+                    # The exact value a teacher accepts on its own ("1", "a c b", "no").
+                    "value": _TEXT,
+                    # Answers to measure the grader with (evaluate_session_scoring); never graded on.
+                    "eval": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            "short": _TEXT,
+                            "paraphrases": {"type": "array", "items": _TEXT},
+                            "wrong": {"type": "array", "items": _TEXT},
+                            "holdout": {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "properties": {
+                                    "paraphrases": {"type": "array", "items": _TEXT},
+                                    "wrong": {"type": "array", "items": _TEXT},
+                                },
+                            },
+                        },
+                    },
                 },
             },
         },

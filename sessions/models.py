@@ -6,21 +6,29 @@ from django.conf import settings
 from django.db import models
 
 
-class Realm(models.Model):
-    """A world of symbols (wizard, portal, key…) a learner builds metaphors from."""
+class CatalogEntry(models.Model):
+    """What realms and topics share: an admin-ordered entry that can be switched off."""
 
-    slug = models.SlugField(max_length=100, unique=True)
-    name = models.CharField(max_length=200)
-    description = models.TextField(blank=True, default="")
-    symbols = models.JSONField(default=list, blank=True, help_text='[{"name": "Wizard", "meaning": "acts when called"}, …]')
-    hints = models.JSONField(default=list, blank=True, help_text="Short tips for building metaphors in this realm.")
     order = models.PositiveIntegerField(default=0)
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        abstract = True
         ordering = ["order", "slug"]
+
+
+class Realm(CatalogEntry):
+    """A world of symbols (wizard, portal, key…) a learner builds metaphors from."""
+
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    symbols = models.JSONField(
+        default=list, blank=True, help_text='[{"name": "Wizard", "meaning": "acts when called"}, …]'
+    )
+    hints = models.JSONField(default=list, blank=True, help_text="Short tips for building metaphors in this realm.")
 
     def __str__(self) -> str:
         return self.name
@@ -36,7 +44,7 @@ class Realm(models.Model):
         }
 
 
-class Topic(models.Model):
+class Topic(CatalogEntry):
     """A thing to learn: entities to map onto symbols, truths, misconceptions and tests.
 
     A topic with no realms is offered in every realm; otherwise only in the realms it lists.
@@ -44,20 +52,19 @@ class Topic(models.Model):
 
     slug = models.SlugField(max_length=100, unique=True)
     title = models.CharField(max_length=200)
-    domain = models.CharField(max_length=100, db_index=True, help_text="Course domain, e.g. javascript; used to ground the guide.")
+    domain = models.CharField(
+        max_length=100, db_index=True, help_text="Course domain, e.g. javascript; used to ground the guide."
+    )
     summary = models.TextField(blank=True, default="")
     entities = models.JSONField(default=list, blank=True, help_text='[{"name": …, "description": …}]')
     truths = models.JSONField(default=list, blank=True, help_text="Statements that are true about the topic.")
     misconceptions = models.JSONField(default=list, blank=True, help_text='[{"claim": …, "correction": …}]')
-    tests = models.JSONField(default=list, blank=True, help_text='[{"question": …, "expected": …, "keywords": ["a|b", …]}]')
-    order = models.PositiveIntegerField(default=0)
-    realms = models.ManyToManyField(Realm, blank=True, related_name="topics", help_text="Leave empty to offer the topic in every realm.")
-    is_active = models.BooleanField(default=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["order", "slug"]
+    tests = models.JSONField(
+        default=list, blank=True, help_text='[{"question": …, "expected": …, "keywords": ["a|b", …]}]'
+    )
+    realms = models.ManyToManyField(
+        Realm, blank=True, related_name="topics", help_text="Leave empty to offer the topic in every realm."
+    )
 
     def __str__(self) -> str:
         return self.title
@@ -72,7 +79,8 @@ class Topic(models.Model):
             "entities": list(self.entities or []),
             "truths": list(self.truths or []),
             "misconceptions": list(self.misconceptions or []),
-            "tests": list(self.tests or []),
+            # The eval answers measure the grader; a session has no use for them.
+            "tests": [{k: v for k, v in t.items() if k != "eval"} for t in (self.tests or [])],
         }
 
 

@@ -15,4 +15,5 @@ urlpatterns = [
     path("session/<int:pk>/chat", views.session_chat_page, name="chat"),
     path("session/<int:pk>/finish", views.session_finish_page, name="finish"),
     path("session/<int:pk>/summary/", views.session_summary_page, name="summary"),
+    path("session/<int:pk>/contest", views.session_contest_page, name="contest"),
 ]

@@ -66,7 +66,9 @@ def realm_progress_list(*, user) -> list[RealmProgress]:
         (p.realm_id, p.topic_id): p.best_score
         for p in SessionProgress.objects.filter(user=user).only("realm_id", "topic_id", "best_score")
     }
-    open_sessions = {s.realm_id: s for s in LearningSession.objects.filter(user=user, status=LearningSession.Status.ACTIVE)}
+    open_sessions = {
+        s.realm_id: s for s in LearningSession.objects.filter(user=user, status=LearningSession.Status.ACTIVE)
+    }
     out = []
     for realm in Realm.objects.filter(is_active=True).order_by("order", "slug"):
         rows = [
@@ -97,4 +99,6 @@ def session_get_for_user(*, session_id: int, user) -> LearningSession:
 
 def session_history(*, user) -> QuerySet[LearningSession]:
     """The learner's finished sessions, newest first."""
-    return LearningSession.objects.filter(user=user, status=LearningSession.Status.FINISHED).order_by("-finished_at", "-id")
+    return LearningSession.objects.filter(user=user, status=LearningSession.Status.FINISHED).order_by(
+        "-finished_at", "-id"
+    )

@@ -13,4 +13,5 @@ urlpatterns = [
     path("<int:pk>/chat", apis.SessionChatApi.as_view(), name="chat"),
     path("<int:pk>/chat/stream", apis.SessionChatStreamApi.as_view(), name="chat-stream"),
     path("<int:pk>/finish", apis.SessionFinishApi.as_view(), name="finish"),
+    path("<int:pk>/contest", apis.SessionContestApi.as_view(), name="contest"),
 ]

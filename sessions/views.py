@@ -118,16 +118,43 @@ def session_summary_page(request, pk: int):
     if not session.is_finished:
         return redirect("learn:session", pk=session.pk)
     state = session.state or {}
+    contests = {c.test_index: c for c in session.grade_contests.all()}
+    tests = [dict(row, index=i, contest=contests.get(i)) for i, row in enumerate(state.get("test_results", []))]
     return render(
         request,
         "sessions/summary.html",
         {
             "session": session,
             "score_pct": round((session.score or 0) * 100),
-            "tests": state.get("test_results", []),
+            "tests": tests,
             "myths": state.get("misconception_results", []),
+            "readonly": session.user_id != request.user.pk,
         },
     )
+
+
+@login_required(login_url=LOGIN_URL)
+@require_POST
+def session_contest_page(request, pk: int):
+    """Contest the grade of one test answer; it goes to the admin's review queue."""
+    session = _session_or_404(request, pk)
+    try:
+        index = int(request.POST.get("test", ""))
+    except ValueError:
+        index = -1
+    try:
+        services.session_grade_contest(
+            session=session, user=request.user, test_index=index, reason=request.POST.get("reason", "")
+        )
+    except services.SessionError as exc:
+        messages.error(request, exc.detail)
+    else:
+        messages.success(
+            request,
+            f"Thanks: your objection to question {index + 1} is with a reviewer. "
+            "If they accept your answer, your score is updated.",
+        )
+    return redirect("learn:summary", pk=session.pk)
 
 
 @login_required(login_url=LOGIN_URL)

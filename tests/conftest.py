@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.conf import settings
 
@@ -35,20 +36,30 @@ def local_embedder():
 
 class HashingEmbedder:
     """Deterministic bag-of-words vectors. A stand-in for tests that are about something other
-    than embedding quality (idempotency counts, failure injection); it says so by its name."""
+    than embedding quality (idempotency counts, failure injection); it says so by its name.
+
+    Each word is a fixed pseudo-random dense direction (seeded by its md5), and a text the
+    normalised sum of its words': texts sharing words are close, others nearly orthogonal. Dense
+    like a real model's vectors on purpose: one-hot words made whole corpora exactly orthogonal
+    to a query (every distance 1.0), and on such ties an HNSW graph leaves rows unreachable."""
 
     def __init__(self, dims: int | None = None, name: str = "test:hashing"):
         self.dims = dims or settings.KNOWHUB_EMBEDDING_DIMS
         self.name = name
         self.calls: list[int] = []
 
+    @staticmethod
+    @functools.lru_cache(maxsize=65536)
+    def _word(word: str, dims: int) -> np.ndarray:
+        seed = int(hashlib.md5(word.encode()).hexdigest(), 16)
+        return np.random.default_rng(seed).standard_normal(dims)
+
     def _vec(self, text: str) -> list[float]:
-        vec = [0.0] * self.dims
+        vec = np.zeros(self.dims)
         for word in text.lower().split():
-            h = int(hashlib.md5(word.encode()).hexdigest(), 16)
-            vec[h % self.dims] += 1.0
-        norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-        return [v / norm for v in vec]
+            vec += self._word(word, self.dims)
+        norm = float(np.linalg.norm(vec)) or 1.0
+        return (vec / norm).tolist()
 
     def embed_documents(self, texts):
         self.calls.append(len(texts))
@@ -83,6 +94,35 @@ def api_client():
     from rest_framework.test import APIClient
 
     return APIClient()
+
+
+_DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences"}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After a test that used the database (its transaction rolled back, its fixtures gone),
+    rebuild the bm25 index over the table as it is now.
+
+    pg_textsearch keeps what rolled-back inserts put in its memtable and counts them in its
+    corpus statistics, and a rolled-back DROP INDEX (the sql backend's tests switch inside their
+    transaction) makes it restore the memtable without its statistics. Either way the next test's
+    scores, and even the order the index returns, would depend on the tests before it."""
+    yield
+    if item.get_closest_marker("django_db") or _DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        _fresh_bm25_index(item.config)
+
+
+def _fresh_bm25_index(config) -> None:
+    from django.db import connection
+    from pytest_django.plugin import blocking_manager_key
+
+    from rag.text_search import BM25_INDEX
+
+    with config.stash[blocking_manager_key].unblock(), connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [BM25_INDEX])
+        if cursor.fetchone()[0]:
+            cursor.execute(f"REINDEX INDEX {BM25_INDEX}")
 
 
 @pytest.fixture(autouse=True)

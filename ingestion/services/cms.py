@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import Q
 
-from ingestion import shapers
 from ingestion.models import (
     Imagimodel,
     IngestRun,
@@ -18,13 +17,14 @@ from ingestion.models import (
     Reflection,
 )
 from ingestion.services.core import (
+    Running,
     RunRecorder,
-    _live_source_ids,
-    _remove,
-    _Running,
     index_documents,
+    live_source_ids,
     run_create,
+    sources_remove,
 )
+from ingestion.sources import cms as source
 from rag.embeddings import Embedder
 from rag.models import Chunk
 from rag.units import SourceDocument
@@ -45,13 +45,13 @@ class CmsKind:
 
 
 CMS = {
-    "pages": CmsKind("pages", Page, shapers.COURSE_COLLECTION, shapers.PAGE_TYPE, shapers.page_document, True),
+    "pages": CmsKind("pages", Page, source.COURSE_COLLECTION, source.PAGE_TYPE, source.page_document, True),
     "imagimodels": CmsKind(
-        "imagimodels", Imagimodel, shapers.MNEMONIC_COLLECTION, shapers.IMAGIMODEL_TYPE, shapers.imagimodel_document, True
+        "imagimodels", Imagimodel, source.MNEMONIC_COLLECTION, source.IMAGIMODEL_TYPE, source.imagimodel_document, True
     ),
     "reflections": CmsKind(
-        "reflections", Reflection, shapers.REFLECTION_COLLECTION, shapers.REFLECTION_TYPE,
-        shapers.reflection_document, False,
+        "reflections", Reflection, source.REFLECTION_COLLECTION, source.REFLECTION_TYPE,
+        source.reflection_document, False,
     ),  # fmt: skip
 }
 
@@ -126,25 +126,25 @@ def sync_cms(
         documents=documents, recorder=recorder, dry_run=dry_run, embedder=embedder,
         raise_transient=raise_transient, progress=progress,
     )  # fmt: skip
-    _remove(
+    sources_remove(
         collection=spec.collection, source_type=spec.source_type, source_ids=hidden, hard=prune,
         dry_run=dry_run, recorder=recorder,
     )  # fmt: skip
     if ids is not None:
         gone = [str(i) for i in ids if str(i) not in seen and not spec.model.objects.filter(pk=i).exists()]
-        _remove(
+        sources_remove(
             collection=spec.collection, source_type=spec.source_type, source_ids=gone, hard=True,
             dry_run=dry_run, recorder=recorder,
         )  # fmt: skip
     elif since is None:
         existing = {str(pk) for pk in spec.model.objects.values_list("pk", flat=True)}
-        orphans = sorted(_live_source_ids(spec.collection, spec.source_type) - existing)
+        orphans = sorted(live_source_ids(spec.collection, spec.source_type) - existing)
         if prune:
             orphans = sorted(
                 set(Chunk.objects.filter(collection=spec.collection, source_type=spec.source_type)
                     .values_list("source_id", flat=True).distinct()) - existing
             )  # fmt: skip
-        _remove(
+        sources_remove(
             collection=spec.collection, source_type=spec.source_type, source_ids=orphans, hard=prune,
             dry_run=dry_run, recorder=recorder,
         )  # fmt: skip
@@ -155,7 +155,7 @@ def cms_reindex_objects(
 ) -> IngestRun:  # fmt: skip
     """Re-index a few CMS objects (after an admin save/delete): a small recorded run."""
     run = run_create(source="admin", types=[kind], options={"ids": ids})
-    with _Running(run) as recorder:
+    with Running(run) as recorder:
         sync_cms(kind=kind, recorder=recorder, ids=ids, embedder=embedder, raise_transient=raise_transient)
     return run
 

@@ -1,36 +1,33 @@
-"""Ingestion runs: every source → ``SourceDocument``s → ``rag.services.chunk_upsert``.
+"""Ingestion runs, the shared upsert path and removals.
 
-Each public function records what it did on an ``IngestRun`` (counts, per-document errors,
-duration) that the admin shows while it runs. A document that fails is recorded and skipped;
-the batch goes on. A dry run plans every write (compares planned chunk rows with stored ones)
-and writes nothing to the index nor to the sync state.
-
-Removal rules, the same for every source: a source that is unpublished or no longer exists is
-taken out of search (soft delete: its chunks stay stored and come back when it does); with
-``prune`` those chunks are deleted for good (their text stays in ``ChunkHistory``). Files a
-folder sync no longer finds, and CMS objects deleted in the admin, are deleted outright.
+What every source goes through (``IngestRun`` bookkeeping, dry runs, the removal rules) is told
+once, in the package docstring of ``ingestion.services``.
 """
-
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterable
 
-from django.db.models import Q
+from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from ingestion.models import (
     IngestRun,
 )
 from rag.embeddings import Embedder, TransientEmbeddingError, get_embedder
-from rag.models import Chunk, Project
+from rag.models import Chunk
 from rag.services import (
     SourceError,
     UpsertResult,
     chunk_upsert,
-    plan_rows,
+    project_ids_for,
+    source_check,
     source_delete,
     source_soft_delete,
 )
@@ -51,7 +48,16 @@ class IngestError(ValueError):
     """A request for a run that cannot be done as asked (unknown type, missing folder…)."""
 
 
+class UnknownProject(IngestError):
+    """A project slug that does not exist (the API answers 404)."""
+
+
 # --- run recording ------------------------------------------------------------------------------
+
+
+def _storable(text: str) -> str:
+    """A failure report must be storable even when what failed was a name PostgreSQL refuses."""
+    return text.replace("\x00", "\\0").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class RunRecorder:
@@ -76,14 +82,15 @@ class RunRecorder:
         logger.warning("ingest run %s: %s failed: %s", self.run.pk, source, error)
         self.run.failed += 1
         if len(self.run.errors) < 1000:  # a broken folder must not make the row huge
-            self.run.errors.append({"source": source, "error": str(error)[:2000]})
+            self.run.errors.append({"source": _storable(source), "error": _storable(str(error)[:2000])})
         self.flush()
 
     def flush(self, *, force: bool = False) -> None:
         now = time.monotonic()
         if self.run.pk and (force or now - self._last >= _FLUSH_SECONDS):
             self._last = now
-            self.run.save(update_fields=[*IngestRun.COUNTS, "total", "errors", "updated_at"])
+            self.run.heartbeat_at = timezone.now()
+            self.run.save(update_fields=[*IngestRun.COUNTS, "total", "errors", "heartbeat_at", "updated_at"])
 
 
 def run_create(
@@ -97,24 +104,62 @@ def run_create(
     )  # fmt: skip
 
 
-class _Running:
-    """Context manager: mark a run running, then done (or failed with the exception) + duration."""
+def this_worker() -> str:
+    """``host:pid`` of this process, as recorded on the runs it executes."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class _Heartbeat(threading.Thread):
+    """Stamps ``heartbeat_at`` on a running run every few seconds from a thread of its own, so a
+    long embedding batch (no count to flush for minutes) still shows the process is alive, and
+    a process that dies stops stamping."""
+
+    def __init__(self, run_id: int, interval: float):
+        super().__init__(name=f"ingest-run-{run_id}-heartbeat", daemon=True)
+        self.run_id, self.interval = run_id, interval
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(self.interval):
+                try:
+                    IngestRun.objects.filter(pk=self.run_id, status=IngestRun.Status.RUNNING).update(
+                        heartbeat_at=timezone.now()
+                    )
+                except Exception as exc:  # a database blip must not kill the run it watches
+                    logger.warning("ingest run %s: heartbeat failed: %s", self.run_id, exc)
+        finally:
+            connection.close()  # this thread's own connection
+
+
+class Running:
+    """Context manager: mark a run running (with a heartbeat), then done (or failed with the
+    exception) + duration. Every service executes its run as ``with Running(run) as recorder:``."""
 
     def __init__(self, run: IngestRun):
         self.run = run
         self.recorder = RunRecorder(run)
         self._t0 = 0.0
+        self._heartbeat: _Heartbeat | None = None
 
     def __enter__(self) -> RunRecorder:
         self._t0 = time.monotonic()
         self.run.status = IngestRun.Status.RUNNING
-        self.run.started_at = timezone.now()
-        self.run.save(update_fields=["status", "started_at", "updated_at"])
+        self.run.started_at = self.run.heartbeat_at = timezone.now()
+        self.run.worker = this_worker()
+        self.run.finished_at = None
+        self.run.save(update_fields=["status", "started_at", "heartbeat_at", "worker", "finished_at", "updated_at"])
+        if self.run.pk:
+            self._heartbeat = _Heartbeat(self.run.pk, settings.KNOWHUB_RUN_HEARTBEAT_SECONDS)
+            self._heartbeat.start()
         return self.recorder
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        if self._heartbeat is not None:
+            self._heartbeat.stopped.set()
+            self._heartbeat.join(timeout=10)
         run = self.run
-        run.finished_at = timezone.now()
+        run.finished_at = run.heartbeat_at = timezone.now()
         run.duration_ms = int((time.monotonic() - self._t0) * 1000)
         if exc is None:
             run.status = IngestRun.Status.DONE
@@ -126,66 +171,13 @@ class _Running:
         return False
 
 
-def _start(run: IngestRun | None, **create_kwargs) -> IngestRun:
+def run_or_create(run: IngestRun | None, **create_kwargs) -> IngestRun:
+    """The queued ``run`` a worker was handed, or, when called directly, a new one made by
+    ``run_create(**create_kwargs)``."""
     return run if run is not None else run_create(**create_kwargs)
 
 
 # --- the one path to the index ------------------------------------------------------------------
-
-
-def _project_ids(documents: Iterable[SourceDocument]) -> dict[str, int]:
-    slugs = {d.project for d in documents if d.project}
-    return dict(Project.objects.filter(slug__in=slugs).values_list("slug", "id")) if slugs else {}
-
-
-def _source_q(keys: Iterable[tuple[str, str, str]]) -> Q:
-    query = Q(pk__in=[])
-    grouped: dict[tuple[str, str], list[str]] = {}
-    for collection, source_type, source_id in keys:
-        grouped.setdefault((collection, source_type), []).append(source_id)
-    for (collection, source_type), ids in grouped.items():
-        query |= Q(collection=collection, source_type=source_type, source_id__in=ids)
-    return query
-
-
-def plan_changes(*, documents: list[SourceDocument], embedder: Embedder | None = None) -> UpsertResult:
-    """What ``chunk_upsert(documents=…)`` would do, computed without writing anything.
-
-    Compares each planned row with the stored chunk: new → created; different text, metadata,
-    ACL or embedding model, or soft-deleted → updated; surplus stored chunks → deleted.
-    ``embedded`` counts the distinct texts that would be sent to the provider.
-    """
-    model_name = (embedder or get_embedder()).name
-    result = UpsertResult()
-    if not documents:
-        return result
-    project_ids = _project_ids(documents)
-    planned = {doc.key: plan_rows(doc, project_ids) for doc in documents}
-    compared = sorted({name for rows in planned.values() for row in rows for name in row})
-    stored: dict[tuple, dict[str, dict]] = {}
-    fields = {"chunk_uid", "deleted_at", "embedding_model", "collection", "source_type", "source_id", *compared}
-    for row in Chunk.objects.filter(_source_q(planned)).values(*fields):
-        stored.setdefault((row["collection"], row["source_type"], row["source_id"]), {})[row["chunk_uid"]] = row
-    to_embed: set[str] = set()
-    for key, rows in planned.items():
-        old_rows = stored.get(key, {})
-        result.sources += 1
-        for row in rows:
-            old = old_rows.get(row["chunk_uid"])
-            if old is None:
-                result.created += 1
-                to_embed.add(row["content_hash"])
-                continue
-            needs_embedding = old["content_hash"] != row["content_hash"] or old["embedding_model"] != model_name
-            if needs_embedding:
-                to_embed.add(row["content_hash"])
-            if needs_embedding or old["deleted_at"] is not None or any(row[n] != old[n] for n in row):
-                result.updated += 1
-            else:
-                result.unchanged += 1
-        result.deleted += len(set(old_rows) - {r["chunk_uid"] for r in rows})
-    result.embedded = len(to_embed)
-    return result
 
 
 def _label(doc: SourceDocument) -> str:
@@ -197,66 +189,64 @@ def index_documents(
     embedder: Embedder | None = None, raise_transient: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> list[SourceDocument]:  # fmt: skip
-    """Upsert ``documents`` through ``chunk_upsert``; return those that were stored.
+    """Upsert ``documents`` through ``chunk_upsert``; return those stored (or, dry, that would be).
 
-    Documents that cannot be planned (bad visibility, unknown project…) are recorded as failed
-    and skipped. A batch whose upsert fails is retried one document at a time so one bad
+    Documents that cannot be stored as given (bad visibility, unknown project…) are recorded as
+    failed and skipped. A batch whose upsert fails is retried one document at a time so one bad
     document never takes its neighbours down. ``raise_transient`` lets a Celery task retry a
-    provider outage instead of recording every document as failed.
+    provider outage instead of recording every document as failed. A dry run takes the same
+    path with ``chunk_upsert(dry_run=True)``: the counts the real run would record, no writes.
     """
     embedder = embedder or get_embedder()
     recorder = recorder or RunRecorder(IngestRun())
     valid: list[SourceDocument] = []
-    project_ids = _project_ids(documents)
+    project_ids = project_ids_for(documents)
     for doc in documents:
         try:
-            plan_rows(doc, project_ids)
+            source_check(doc, project_ids)
         except SourceError as exc:
             recorder.fail(_label(doc), str(exc))
         else:
             valid.append(doc)
-    if dry_run:
-        result = plan_changes(documents=valid, embedder=embedder)
-        recorder.add(result)
-        if progress:
-            progress(len(valid))
-        return valid
 
     stored: list[SourceDocument] = []
     for start in range(0, len(valid), _UPSERT_BATCH_DOCS):
         batch = valid[start : start + _UPSERT_BATCH_DOCS]
         try:
-            recorder.add(chunk_upsert(documents=batch, embedder=embedder))
+            recorder.add(chunk_upsert(documents=batch, embedder=embedder, dry_run=dry_run))
             stored.extend(batch)
         except TransientEmbeddingError:
             if raise_transient:
                 raise
-            _one_by_one(batch, recorder, embedder, stored)
+            _one_by_one(batch, recorder, embedder, stored, dry_run=dry_run)
         except Exception:
             logger.exception("upsert of a batch of %d documents failed; retrying one by one", len(batch))
-            _one_by_one(batch, recorder, embedder, stored)
+            _one_by_one(batch, recorder, embedder, stored, dry_run=dry_run)
         if progress:
             progress(len(batch))
     return stored
 
 
-def _one_by_one(batch: list[SourceDocument], recorder: RunRecorder, embedder: Embedder, stored: list) -> None:
+def _one_by_one(
+    batch: list[SourceDocument], recorder: RunRecorder, embedder: Embedder, stored: list, *, dry_run: bool,
+) -> None:  # fmt: skip
     for doc in batch:
         try:
-            recorder.add(chunk_upsert(documents=[doc], embedder=embedder))
+            recorder.add(chunk_upsert(documents=[doc], embedder=embedder, dry_run=dry_run))
             stored.append(doc)
         except Exception as exc:
             recorder.fail(_label(doc), f"{type(exc).__name__}: {exc}")
 
 
-def _live_source_ids(collection: str, source_type: str | None = None) -> set[str]:
+def live_source_ids(collection: str, source_type: str | None = None) -> set[str]:
+    """Source ids of ``collection`` (of one ``source_type``) that have chunks in search."""
     qs = Chunk.objects.filter(collection=collection, deleted_at__isnull=True)
     if source_type:
         qs = qs.filter(source_type=source_type)
     return set(qs.values_list("source_id", flat=True).distinct())
 
 
-def _remove(
+def sources_remove(
     *, collection: str, source_type: str, source_ids: list[str], hard: bool, dry_run: bool, recorder: RunRecorder,
 ) -> int:  # fmt: skip
     """Take sources out of search (soft) or delete their chunks (hard); count what went."""

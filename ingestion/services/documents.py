@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.utils import timezone
 
 from ingestion.models import (
     IngestedDocument,
@@ -20,20 +19,17 @@ from ingestion.models import (
 )
 from ingestion.services.core import (
     IngestError,
+    Running,
     RunRecorder,
-    _project_ids,
-    _Running,
-    _start,
+    UnknownProject,
     index_documents,
     run_create,
+    run_or_create,
 )
-from ingestion.services.folders import Candidate, _drop_states, _states_for, sync_candidates
+from ingestion.services.folders import Candidate, source_states, sync_root
 from rag.embeddings import Embedder, get_embedder
 from rag.models import Project
-from rag.services import (
-    SourceError,
-    plan_rows,
-)
+from rag.services import SourceError, project_ids_for, source_check
 from rag.units import SourceDocument
 
 logger = logging.getLogger(__name__)
@@ -58,7 +54,7 @@ def documents_from_payloads(
 
     limit = settings.KNOWHUB_INGEST_MAX_CHARS
     if project and not Project.objects.filter(slug=project).exists():
-        raise IngestError(f"unknown project {project!r}")
+        raise UnknownProject(f"unknown project {project!r}")
     out: list[ParsedPayload] = []
     keys: set[tuple[str, str, str]] = set()
     for i, payload in enumerate(payloads):
@@ -74,7 +70,7 @@ def documents_from_payloads(
         keys.add(doc.key)
         doc.project, doc.visibility, doc.owner_hash = project, visibility, owner_hash
         try:
-            plan_rows(doc, _project_ids([doc]))
+            source_check(doc, project_ids_for([doc]))
         except SourceError as exc:
             raise IngestError(f"documents[{i}]: {exc}") from exc
         out.append(ParsedPayload(payload=payload, document=doc))
@@ -86,7 +82,7 @@ def documents_ingest(
 ) -> IngestRun:  # fmt: skip
     """Index posted documents and keep their payloads (so ``reindex documents`` can rebuild them)."""
     run = run_create(source="ingest_documents_api", types=["documents"], dry_run=dry_run, user=user)
-    with _Running(run) as recorder:
+    with Running(run) as recorder:
         recorder.count(total=len(parsed), sources=len(parsed))
         stored = index_documents(
             documents=[p.document for p in parsed], recorder=recorder, dry_run=dry_run, embedder=embedder
@@ -111,9 +107,10 @@ def documents_ingest(
     return run
 
 
-def _reindex_posted_documents(
+def posted_documents_reindex(
     *, recorder: RunRecorder, since: dt.datetime | None, dry_run: bool, embedder: Embedder,
 ) -> None:  # fmt: skip
+    """Rebuild posted documents and uploaded files from their kept payloads (``reindex documents``)."""
     from ingestion.sources.documents import parse_document_payload
 
     qs = IngestedDocument.objects.all()
@@ -123,12 +120,22 @@ def _reindex_posted_documents(
     for item in qs:
         recorder.count(sources=1, total=1)
         stored = item.payload
+        if "file" in stored:  # an uploaded file: rebuilt from its kept original
+            from ingestion.services.files import document_from_stored_file
+
+            try:
+                documents.append(document_from_stored_file(stored))
+            except (ValueError, KeyError, TypeError) as exc:
+                recorder.fail(f"{item.collection}:{item.source_id}", str(exc))
+            continue
         try:
             doc = parse_document_payload(stored["payload"])
         except (ValueError, KeyError, TypeError) as exc:
             recorder.fail(f"{item.collection}:{item.source_id}", str(exc))
             continue
-        doc.project, doc.visibility, doc.owner_hash = stored.get("project"), stored.get("visibility", "public"), stored.get("owner_hash", "")
+        doc.project, doc.visibility, doc.owner_hash = (
+            stored.get("project"), stored.get("visibility", "public"), stored.get("owner_hash", "")
+        )
         documents.append(doc)
     index_documents(documents=documents, recorder=recorder, dry_run=dry_run, embedder=embedder)
 
@@ -140,11 +147,41 @@ def _first_heading(text: str) -> str:
     return ""
 
 
-def _document_candidate(path: Path, source_id: str, options: dict) -> Candidate:
-    """One file → a candidate: QMSum JSON, a document-payload JSON, markdown or plain text."""
+def _file_candidate(path: Path, source_id: str, options: dict, *, store: bool) -> Candidate:
+    """A PDF / DOCX / HTML / PPTX file → a candidate; its original is kept for download."""
+    from ingestion.services.files import download_url, store_original
+    from ingestion.sources.files import FILE_TYPES, FileExtractError, file_sha256, file_to_document
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return Candidate(label=source_id, fingerprint="", error=str(exc))
+    sha = file_sha256(data)
+    fingerprint = hashlib.sha256((sha + json.dumps(options, sort_keys=True, default=str)).encode()).hexdigest()
+    try:
+        doc = file_to_document(
+            data=data, name=path.name, source_id=source_id, collection=options.get("collection") or "documents",
+            download_url=download_url(sha), date=options.get("date") or None, entity=options.get("entity") or "",
+            people=options.get("people") or (), tags=options.get("tags") or (), project=options.get("project"),
+            visibility=options.get("visibility") or "public",
+        )  # fmt: skip
+    except (FileExtractError, ValueError) as exc:
+        return Candidate(label=source_id, fingerprint=fingerprint, error=f"{path.name}: {exc}")
+    if store:
+        store_original(data=data, name=path.name, content_type=FILE_TYPES[path.suffix.lower()])
+    modified = dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC)
+    return Candidate(label=source_id, fingerprint=fingerprint, document=doc, modified=modified)
+
+
+def _document_candidate(path: Path, source_id: str, options: dict, *, store: bool = True) -> Candidate:
+    """One file → a candidate: QMSum JSON, a document-payload JSON, markdown or plain text, or a
+    PDF / DOCX / HTML / PPTX file."""
     from ingestion.sources import documents as parsers
+    from ingestion.sources.files import FILE_TYPES
 
     suffix = path.suffix.lower()
+    if suffix in FILE_TYPES:
+        return _file_candidate(path, source_id, options, store=store)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -159,7 +196,8 @@ def _document_candidate(path: Path, source_id: str, options: dict) -> Candidate:
     collection = options.get("collection") or None
     try:
         if suffix not in DOCUMENT_EXTENSIONS:
-            raise ValueError(f"unsupported file type {suffix or '(none)'}: expected {', '.join(sorted(DOCUMENT_EXTENSIONS))}")
+            expected = ", ".join(sorted(DOCUMENT_EXTENSIONS | set(FILE_TYPES)))
+            raise ValueError(f"unsupported file type {suffix or '(none)'}: expected {expected}")
         if suffix == ".json":
             try:
                 payload = json.loads(data.decode("utf-8"))
@@ -202,14 +240,17 @@ def ingest_document_paths(
     run: IngestRun | None = None, embedder: Embedder | None = None,
     progress_factory: Callable[[int], Callable[[int], None]] | None = None,
 ) -> IngestRun:  # fmt: skip
-    """Index documents from files or folders (QMSum meetings, payload JSON, markdown, text).
+    """Index documents from files or folders (QMSum meetings, payload JSON, markdown, text, and
+    PDF / DOCX / HTML / PPTX files, whose originals are kept for download).
 
     Only files whose bytes (or the options applied to them) changed are re-done; a folder's
     files that are gone have their chunks deleted. ``source_id`` is the path inside the folder
     without its extension (``Bed002`` for ``qmsum-val/Bed002.json``).
     """
     if project and not Project.objects.filter(slug=project).exists():
-        raise IngestError(f"unknown project {project!r}")
+        raise UnknownProject(f"unknown project {project!r}")
+    from ingestion.sources.files import FILE_TYPES
+
     if visibility not in ("public", "restricted"):
         raise IngestError("visibility must be 'public' or 'restricted' for documents read from files")
     if visibility == "restricted" and not project:
@@ -223,13 +264,15 @@ def ingest_document_paths(
         "collection": collection, "date": date, "entity": entity, "people": list(people), "tags": list(tags),
         "project": project, "visibility": visibility,
     }  # fmt: skip
-    run = _start(
+    run = run_or_create(
         run, source="ingest_documents", types=["documents"], since=since, dry_run=dry_run, prune=prune,
         options={"paths": [str(p) for p in resolved], **options},
     )  # fmt: skip
-    with _Running(run) as recorder:
+    with Running(run) as recorder:
         for base in resolved:
-            root = SourceRoot.objects.filter(kind=SourceRoot.Kind.DOCUMENTS, path=str(base), collection=collection or "").first()
+            root = SourceRoot.objects.filter(
+                kind=SourceRoot.Kind.DOCUMENTS, path=str(base), collection=collection or ""
+            ).first()
             if root is None and not dry_run:
                 root = SourceRoot.objects.create(
                     kind=SourceRoot.Kind.DOCUMENTS, path=str(base), collection=collection or "", options=options
@@ -240,18 +283,13 @@ def ingest_document_paths(
             for file in files:
                 rel = file.name if base.is_file() else file.relative_to(base).as_posix()
                 source_id = rel.rsplit(".", 1)[0] if "." in rel else rel
-                candidates.append(_document_candidate(file, source_id, options))
-            states = _states_for(root=root) if root is not None else {}
-            progress = progress_factory(len(candidates)) if progress_factory else None
-            seen = sync_candidates(
-                candidates=candidates, states=states, recorder=recorder, root=root, dry_run=dry_run, force=force,
-                since=since, embedder=embedder, progress=progress,
+                if file.suffix.lower() in FILE_TYPES:
+                    source_id = rel  # handbook.pdf and handbook.docx side by side are two sources
+                candidates.append(_document_candidate(file, source_id, options, store=not dry_run))
+            states = source_states(root=root) if root is not None else {}
+            sync_root(
+                candidates=candidates, states=states, recorder=recorder, root=root, options=options,
+                dry_run=dry_run, force=force, since=since, embedder=embedder, progress_factory=progress_factory,
+                drop_gone=base.is_dir(),
             )  # fmt: skip
-            if base.is_dir():
-                gone = [s for label, s in states.items() if label not in seen]
-                _drop_states(states=gone, hard=True, dry_run=dry_run, recorder=recorder)
-            if root is not None and not dry_run:
-                root.options = options
-                root.last_synced_at = timezone.now()
-                root.save(update_fields=["options", "last_synced_at", "updated_at"])
     return run

@@ -21,11 +21,11 @@ from ingestion.models import (
 from ingestion.services.core import (
     SHAPE_VERSION,
     IngestError,
+    Running,
     RunRecorder,
-    _remove,
-    _Running,
-    _start,
     index_documents,
+    run_or_create,
+    sources_remove,
 )
 from rag.embeddings import Embedder, get_embedder
 from rag.models import Project
@@ -83,6 +83,12 @@ def sync_candidates(
 
     ``states`` maps label → the ``SourceState`` of the last successful sync.
     """
+    from ingestion.services.source_settings import (
+        apply_setting,
+        setting_fingerprint,
+        setting_for_document,
+    )
+
     changed: list[tuple[Candidate, str]] = []
     seen: set[str] = set()
     for cand in candidates:
@@ -95,7 +101,11 @@ def sync_candidates(
             if progress:
                 progress(1)
             continue
-        fingerprint = _state_fingerprint(cand.fingerprint or _document_fingerprint(cand.document), embedder)
+        # The source's setting (ACL, property mapping) is part of what is stored, so of the fingerprint.
+        setting = setting_for_document(cand.document, root)
+        apply_setting(cand.document, setting)
+        parser_fp = (cand.fingerprint or _document_fingerprint(cand.document)) + setting_fingerprint(setting)
+        fingerprint = _state_fingerprint(parser_fp, embedder)
         state = states.get(cand.label)
         if state is not None and state.source_type != cand.document.source_type:
             state = None  # e.g. a page that became a journal: a new source
@@ -130,9 +140,10 @@ def sync_candidates(
     return seen
 
 
-def _states_for(
+def source_states(
     *, collection: str | None = None, root: SourceRoot | None = None, source_types: Iterable[str] | None = None,
 ) -> dict[str, SourceState]:  # fmt: skip
+    """``{source_id: SourceState}`` of the last successful syncs, narrowed by the arguments given."""
     qs = SourceState.objects.all()
     if collection is not None:
         qs = qs.filter(collection=collection)
@@ -143,7 +154,7 @@ def _states_for(
     return {s.source_id: s for s in qs}
 
 
-def _drop_states(
+def source_states_drop(
     *, states: list[SourceState], hard: bool, dry_run: bool, recorder: RunRecorder,
 ) -> None:  # fmt: skip
     """Remove the chunks of sources a sync no longer finds, then forget their state (if hard)."""
@@ -151,7 +162,7 @@ def _drop_states(
     for state in states:
         by_type.setdefault((state.collection, state.source_type), []).append(state.source_id)
     for (collection, source_type), ids in by_type.items():
-        _remove(
+        sources_remove(
             collection=collection, source_type=source_type, source_ids=ids, hard=hard, dry_run=dry_run,
             recorder=recorder,
         )  # fmt: skip
@@ -160,6 +171,26 @@ def _drop_states(
 
 
 # --- Logseq / markdown folders ------------------------------------------------------------------
+
+
+def sync_root(
+    *, candidates: list[Candidate], states: dict[str, SourceState], recorder: RunRecorder, root: SourceRoot | None,
+    options: dict, dry_run: bool, force: bool, since: dt.datetime | None, embedder: Embedder,
+    progress_factory: Callable[[int], Callable[[int], None]] | None, drop_gone: bool = True,
+) -> None:  # fmt: skip
+    """Sync a folder's candidates; delete the sources it no longer has (``drop_gone``); stamp the root."""
+    progress = progress_factory(len(candidates)) if progress_factory else None
+    seen = sync_candidates(
+        candidates=candidates, states=states, recorder=recorder, root=root, dry_run=dry_run, force=force,
+        since=since, embedder=embedder, progress=progress,
+    )  # fmt: skip
+    if drop_gone:
+        gone = [s for label, s in states.items() if label not in seen]
+        source_states_drop(states=gone, hard=True, dry_run=dry_run, recorder=recorder)
+    if root is not None and not dry_run:
+        root.options = options
+        root.last_synced_at = timezone.now()
+        root.save(update_fields=["options", "last_synced_at", "updated_at"])
 
 
 def _file_mtime(root: Path, rel: str) -> dt.datetime | None:
@@ -191,12 +222,14 @@ def sync_markdown(
     if project and not Project.objects.filter(slug=project).exists():
         raise IngestError(f"unknown project {project!r}")
     embedder = embedder or get_embedder()
-    run = _start(
+    run = run_or_create(
         run, source="sync_markdown", types=["markdown"], since=since, dry_run=dry_run, prune=prune,
         options={"path": str(root_path), "format": fmt, "collection": collection, "project": project},
     )  # fmt: skip
-    with _Running(run) as recorder:
-        root = SourceRoot.objects.filter(kind=SourceRoot.Kind.MARKDOWN, path=str(root_path), collection=collection).first()
+    with Running(run) as recorder:
+        root = SourceRoot.objects.filter(
+            kind=SourceRoot.Kind.MARKDOWN, path=str(root_path), collection=collection
+        ).first()
         options = {"format": fmt, "project": project, "visibility": visibility}
         if root is None and not dry_run:
             root = SourceRoot.objects.create(
@@ -211,16 +244,9 @@ def sync_markdown(
             )
             for p in parsed
         ]  # fmt: skip
-        states = _states_for(collection=collection, root=root) if root is not None else {}
-        progress = progress_factory(len(candidates)) if progress_factory else None
-        seen = sync_candidates(
-            candidates=candidates, states=states, recorder=recorder, root=root, dry_run=dry_run, force=force,
-            since=since, embedder=embedder, progress=progress,
+        states = source_states(collection=collection, root=root) if root is not None else {}
+        sync_root(
+            candidates=candidates, states=states, recorder=recorder, root=root, options=options, dry_run=dry_run,
+            force=force, since=since, embedder=embedder, progress_factory=progress_factory,
         )  # fmt: skip
-        gone = [s for label, s in states.items() if label not in seen]
-        _drop_states(states=gone, hard=True, dry_run=dry_run, recorder=recorder)
-        if root is not None and not dry_run:
-            root.options = options
-            root.last_synced_at = timezone.now()
-            root.save(update_fields=["options", "last_synced_at", "updated_at"])
     return run

@@ -24,13 +24,14 @@ from ingestion.models import (
 from ingestion.services.core import (
     NOTION_COLLECTION,
     IngestError,
+    Running,
     RunRecorder,
-    _remove,
-    _Running,
-    _start,
     index_documents,
+    run_or_create,
+    sources_remove,
 )
-from ingestion.services.folders import Candidate, _states_for, sync_candidates
+from ingestion.services.folders import Candidate, source_states, sync_candidates
+from ingestion.services.source_settings import apply_setting, setting_for_document
 from rag.embeddings import Embedder, TransientEmbeddingError, get_embedder
 from rag.services import source_soft_delete
 
@@ -40,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 
 def notion_webhook_secret() -> str:
-    return getattr(settings, "KNOWHUB_NOTION_WEBHOOK_SECRET", "") or ""
+    return settings.KNOWHUB_NOTION_WEBHOOK_SECRET or ""
 
 
 @dataclass
@@ -95,6 +96,8 @@ def notion_delivery_process(
     else:
         try:
             doc = webhook_to_document(json.loads(delivery.body), collection=NOTION_COLLECTION)
+            # The database's setting (re-read now: it may have changed since the delivery came).
+            apply_setting(doc, setting_for_document(doc))
         except (ValueError, TypeError) as exc:
             error = f"invalid payload: {exc}"
         else:
@@ -156,7 +159,7 @@ def _latest_deliveries(since: dt.datetime | None) -> list[NotionDelivery]:
     return list(latest.values())
 
 
-def _reindex_deliveries(
+def notion_deliveries_reindex(
     *, recorder: RunRecorder, since: dt.datetime | None, dry_run: bool, embedder: Embedder,
 ) -> None:  # fmt: skip
     """Rebuild pushed Notion notes from the newest stored delivery of each page."""
@@ -166,7 +169,8 @@ def _reindex_deliveries(
     for delivery in _latest_deliveries(since):
         recorder.count(sources=1, total=1)
         try:
-            documents.append(webhook_to_document(json.loads(delivery.body), collection=NOTION_COLLECTION))
+            doc = webhook_to_document(json.loads(delivery.body), collection=NOTION_COLLECTION)
+            documents.append(apply_setting(doc, setting_for_document(doc)))
         except (ValueError, TypeError) as exc:
             recorder.fail(f"delivery {delivery.pk}", str(exc))
     index_documents(documents=documents, recorder=recorder, dry_run=dry_run, embedder=embedder)
@@ -177,7 +181,7 @@ def _reindex_deliveries(
 
 def notion_client_from_settings():
     """A ``notion_client.Client`` for ``NOTION_TOKEN``, or an ``IngestError`` saying what to set."""
-    token = getattr(settings, "NOTION_TOKEN", "")
+    token = settings.NOTION_TOKEN
     if not token:
         raise IngestError(
             "NOTION_TOKEN is not set: create an internal integration at https://www.notion.so/my-integrations, "
@@ -185,7 +189,7 @@ def notion_client_from_settings():
         )
     from notion_client import Client
 
-    return Client(auth=token, timeout_ms=getattr(settings, "KNOWHUB_NOTION_TIMEOUT_MS", 60_000))
+    return Client(auth=token, timeout_ms=settings.KNOWHUB_NOTION_TIMEOUT_MS)
 
 
 def notion_sync(
@@ -203,21 +207,21 @@ def notion_sync(
     from ingestion.sources.notion import NotionPuller, page_to_document
 
     if database_ids is None:
-        database_ids = list(getattr(settings, "KNOWHUB_NOTION_DATABASES", []) or [])
+        database_ids = list(settings.KNOWHUB_NOTION_DATABASES)
     client = client if client is not None else notion_client_from_settings()
     embedder = embedder or get_embedder()
-    run = _start(
+    run = run_or_create(
         run, source="notion_sync", types=["notion"], since=since, dry_run=dry_run, prune=prune,
         options={"databases": database_ids, "full": full},
     )  # fmt: skip
-    with _Running(run) as recorder:
+    with Running(run) as recorder:
         puller = NotionPuller(client, sleep=sleep)
         key = ",".join(sorted(database_ids)) or "*"
         state = NotionSyncState.objects.filter(key=key).first()
         started = timezone.now()
         pages = list(puller.iter_pages(database_ids=database_ids or None, since=None))
         recorder.count(total=len(pages))
-        states = _states_for(collection=NOTION_COLLECTION, source_types=["notion_page"])
+        states = source_states(collection=NOTION_COLLECTION, source_types=["notion_page"])
         progress = progress_factory(len(pages)) if progress_factory else None
         candidates: list[Candidate] = []
         seen: set[str] = set()
@@ -254,7 +258,7 @@ def notion_sync(
                     ).update(remote_version=cand.remote_version)
         known = set(state.known_page_ids) if state else set()
         vanished = sorted(known - seen)
-        _remove(
+        sources_remove(
             collection=NOTION_COLLECTION, source_type="notion_page", source_ids=vanished, hard=prune,
             dry_run=dry_run, recorder=recorder,
         )  # fmt: skip

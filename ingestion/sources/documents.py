@@ -1,4 +1,4 @@
-"""Generic documents and meeting transcripts → ``SourceDocument``s (seed 003).
+"""Generic documents and meeting transcripts → ``SourceDocument``s.
 
 Meeting notes are searched by date, entity (a fund, a client) and the people in the room, so
 those travel as metadata on every unit. Transcripts are cut on speaker turns, never inside one
@@ -29,33 +29,6 @@ _COLLECTION_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
 _QMSUM_MARKUP_RE = re.compile(r"\{(?:disfmarker|vocalsound|nonvocalsound|gap|pause|comment)\}", re.I)
 
 
-def _as_date(value: dt.date | str | None, *, field: str = "date") -> dt.date | None:
-    """A date, a datetime or an ISO string; anything else is a ``ValueError`` naming ``field``."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, dt.datetime):
-        return value.date()
-    if isinstance(value, dt.date):
-        return value
-    if isinstance(value, str):
-        try:
-            if len(value.strip()) == 10:
-                return dt.date.fromisoformat(value.strip())
-            return dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00")).date()
-        except ValueError:
-            pass
-    raise ValueError(f"{field} is not an ISO date (YYYY-MM-DD): {value!r}")
-
-
-def _names(values: Iterable[str] | None) -> list[str]:
-    out: list[str] = []
-    for value in values or ():
-        value = str(value).strip()
-        if value and value not in out:
-            out.append(value)
-    return out
-
-
 def text_to_document(
     *, source_id: str, text: str, title: str = "", fmt: Literal["text", "markdown"] = "text",
     date: dt.date | str | None = None, entity: str = "", people: Iterable[str] = (),
@@ -71,8 +44,8 @@ def text_to_document(
         raise ValueError(f"format must be 'text' or 'markdown', not {fmt!r}")
     if not source_id:
         raise ValueError("source_id is required")
-    day = _as_date(date)
-    tag_list, people_list = _names(tags), _names(people)
+    day = markup.iso_date(date)
+    tag_list, people_list = markup.unique_names(tags), markup.unique_names(people)
     meta = {"entity": entity, "people": people_list, "tags": tag_list}
     concepts = list(dict.fromkeys(markup.concept_key(t) for t in tag_list))
     units: list[Unit] = []
@@ -112,6 +85,21 @@ def _turn_line(speaker: str, text: str) -> str:
     return f"{speaker}: {text}" if speaker else text
 
 
+def _clean_turns(turns: list[dict]) -> list[tuple[str, str]]:
+    """``(speaker, text)`` of each turn, whitespace collapsed; a ``ValueError`` naming a bad turn."""
+    if not isinstance(turns, list):
+        raise ValueError("turns must be a list of {speaker, text} objects")
+    clean: list[tuple[str, str]] = []
+    for i, turn in enumerate(turns):
+        if not isinstance(turn, dict) or not isinstance(turn.get("text"), str):
+            raise ValueError(f"turns[{i}] must be an object with a string 'text'")
+        speaker = turn.get("speaker") or ""
+        if not isinstance(speaker, str):
+            raise ValueError(f"turns[{i}].speaker must be a string")
+        clean.append((speaker.strip(), re.sub(r"\s+", " ", turn["text"]).strip()))
+    return clean
+
+
 def transcript_to_document(
     *, source_id: str, turns: list[dict], title: str, date: dt.date | str | None = None,
     entity: str = "", people: Iterable[str] | None = None, tags: Iterable[str] = (),
@@ -127,25 +115,16 @@ def transcript_to_document(
     """
     if not source_id:
         raise ValueError("source_id is required")
-    if not isinstance(turns, list):
-        raise ValueError("turns must be a list of {speaker, text} objects")
-    clean: list[tuple[str, str]] = []
-    for i, turn in enumerate(turns):
-        if not isinstance(turn, dict) or not isinstance(turn.get("text"), str):
-            raise ValueError(f"turns[{i}] must be an object with a string 'text'")
-        speaker = turn.get("speaker") or ""
-        if not isinstance(speaker, str):
-            raise ValueError(f"turns[{i}].speaker must be a string")
-        clean.append((speaker.strip(), re.sub(r"\s+", " ", turn["text"]).strip()))
-    day = _as_date(date)
-    tag_list = _names(tags)
-    speakers_all = _names(s for s, t in clean if s and t)
-    people_list = _names(people) if people is not None else speakers_all
+    clean = _clean_turns(turns)
+    day = markup.iso_date(date)
+    tag_list = markup.unique_names(tags)
+    speakers_all = markup.unique_names(s for s, t in clean if s and t)
+    people_list = markup.unique_names(people) if people is not None else speakers_all
     concepts = list(dict.fromkeys(markup.concept_key(t) for t in tag_list))
     units: list[Unit] = []
 
     def add(anchor: str, lines: list[str], start: int, end: int) -> None:
-        speakers = _names(clean[i][0] for i in range(start, end + 1) if clean[i][0])
+        speakers = markup.unique_names(clean[i][0] for i in range(start, end + 1) if clean[i][0])
         meta: dict[str, Any] = {
             "entity": entity, "people": people_list, "tags": tag_list, "speakers": speakers,
             "turn_start": start, "turn_end": end,
@@ -256,7 +235,7 @@ def _string_list(payload: dict, name: str) -> list[str]:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError(f"{name} must be a list of strings")
-    return _names(value)
+    return markup.unique_names(value)
 
 
 def parse_document_payload(payload: dict) -> SourceDocument:
@@ -287,7 +266,7 @@ def parse_document_payload(payload: dict) -> SourceDocument:
         raise ValueError("collection must be lower-case letters, digits, '-' or '_' (max 64)")
     common: dict[str, Any] = {
         "source_id": source_id, "title": _string(payload, "title"),
-        "date": _as_date(payload.get("date")) if payload.get("date") is not None else None,
+        "date": markup.iso_date(payload.get("date")) if payload.get("date") is not None else None,
         "entity": _string(payload, "entity"), "tags": _string_list(payload, "tags"),
         "url": _string(payload, "url"),
     }  # fmt: skip

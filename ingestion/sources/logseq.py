@@ -1,6 +1,8 @@
 """Logseq graphs and folders of markdown notes → ``SourceDocument``s (no Django, no DB).
 
-A Logseq page is a tree of bullets. Following seed 004, each top-level bullet subtree becomes
+``parse_graph`` reads either; plain notes are shaped by ``ingestion.sources.markdown``.
+
+A Logseq page is a tree of bullets. Each top-level bullet subtree becomes
 one unit whose text keeps the tree as indented lines, so a child never loses the parent it
 elaborates; small sibling subtrees are grouped, and a subtree too big for one chunk is cut at
 its child bullets, each piece repeating the path of ancestor bullets above it.
@@ -24,9 +26,9 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
-from ingestion.sources import markup
+from ingestion.sources import markdown, markup
 from rag.units import SourceDocument, Unit
 
 logger = logging.getLogger(__name__)
@@ -37,7 +39,6 @@ EMBED_PAGE_CHARS = 600  # how much of a page {{embed [[page]]}} pulls in
 MAX_REF_DEPTH = 2
 
 _BULLET_RE = re.compile(r"^([ \t]*)-(?:[ \t]+(.*)|)$")
-_JOURNAL_RE = re.compile(r"^(\d{4})[_-](\d{2})[_-](\d{2})$")
 _ORG_MARKER_RE = re.compile(r"^\s*#\+(BEGIN|END)_\w+.*$", re.I)
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _EMBED_BLOCK_RE = re.compile(r"\{\{\s*embed\s+\(\((" + _UUID + r")\)\)\s*\}\}")
@@ -45,11 +46,6 @@ _EMBED_PAGE_RE = re.compile(r"\{\{\s*embed\s+\[\[([^\]\n]+)\]\]\s*\}\}")
 _LABELLED_REF_RE = re.compile(r"\[([^\]\n]+)\]\(\(\((" + _UUID + r")\)\)\)")
 _REF_RE = re.compile(r"\(\((" + _UUID + r")\)\)")
 _CLOZE_RE = re.compile(r"\{\{\s*cloze\s+(.*?)\}\}")
-# Logseq bookkeeping properties that say nothing about the content.
-_HIDDEN_PROPS = {"id", "collapsed", "heading", "created-at", "updated-at", "background-color",
-                 "background-image", "logseq.order-list-type", "query-table", "query-properties",
-                 "query-sort-by", "query-sort-desc", "filters", "public", "exclude-from-graph-view"}  # fmt: skip
-_LIST_PROPS = {"tags", "alias"}
 _MARKDOWN_EXTS = {".md", ".markdown"}
 _ASSET_EXTS = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".ico", ".pdf", ".mp3",
                ".mp4", ".mov", ".webm", ".wav", ".ogg", ".css", ".js", ".edn", ".json", ".excalidraw",
@@ -193,14 +189,6 @@ def _parse_outline(text: str) -> tuple[dict[str, str], list[_Block]]:
     return page_props, roots
 
 
-def _title_from_name(stem: str) -> str:
-    return unquote(stem.replace("___", "/").replace("%2F", "/").replace("%2f", "/"))
-
-
-def _clean_value(value: str) -> str:
-    return markup.render_links(value).text.strip()
-
-
 class _Graph:
     """Every page of a graph, indexed for block references and page embeds."""
 
@@ -212,7 +200,7 @@ class _Graph:
 
     def add(self, page: _Page) -> None:
         self.pages.append(page)
-        stem = _title_from_name(Path(page.path).stem)
+        stem = markdown.title_from_name(Path(page.path).stem)
         names = [page.title, stem, *markup.link_values(page.props.get("alias", ""))]
         for name in names:
             self.by_name.setdefault(markup.concept_key(name), page)
@@ -289,7 +277,7 @@ class _Renderer:
             if not text and block.props:
                 # A block made only of properties ("type:: [[Command]]") still says something.
                 text = "\n".join(
-                    f"{k}: {v}" for k, v in block.props.items() if k not in _HIDDEN_PROPS and v
+                    f"{k}: {v}" for k, v in block.props.items() if k not in markdown.HIDDEN_PROPS and v
                 )
             self._cache[key] = markup.render_links(
                 text, transform=lambda s: _CLOZE_RE.sub(r"\1", self._resolve(s, 0))
@@ -381,30 +369,10 @@ def _pieces(r: _Renderer, siblings: list[_Block], ancestors: list[_Block]) -> li
     return out
 
 
-def _page_metadata(props: dict[str, str]) -> tuple[dict, list[str]]:
-    """Page properties as metadata (tags/alias as lists) and the concepts they name."""
-    meta: dict = {}
-    concepts: list[str] = []
-    for key, value in props.items():
-        if key in _HIDDEN_PROPS or not value:
-            continue
-        name = markup.normalise_key(key)
-        if key in _LIST_PROPS:
-            meta[name] = markup.link_values(value)
-        else:
-            meta[name] = _clean_value(value)
-        links = markup.link_values(value) if key == "tags" else markup.render_links(value).concepts
-        for concept in links:
-            concept = markup.concept_key(concept)
-            if concept and concept not in concepts:
-                concepts.append(concept)
-    return meta, concepts
-
-
 def _page_document(graph: _Graph, page: _Page, *, collection: str, project: str | None,
                    visibility: str) -> tuple[SourceDocument, str]:  # fmt: skip
     r = _Renderer(graph, page)
-    page_meta, page_concepts = _page_metadata(page.props)
+    page_meta, page_concepts = markdown.note_metadata(page.props)
     date = page.date or markup.parse_date(page.props.get("date", ""))
     url = f"logseq://graph/{quote(graph.name)}?page={quote(page.title)}"
     seen: dict[str, int] = {}
@@ -431,8 +399,8 @@ def _page_document(graph: _Graph, page: _Page, *, collection: str, project: str 
             if b.uuid:
                 block_ids.append(b.uuid)
             for k, v in b.props.items():
-                if k not in _HIDDEN_PROPS and v:
-                    value = markup.link_values(v) if k in _LIST_PROPS else _clean_value(v)
+                if k not in markdown.HIDDEN_PROPS and v:
+                    value = markup.link_values(v) if k in markdown.LIST_PROPS else markdown.clean_value(v)
                     meta.setdefault(markup.normalise_key(k), value)
         meta.update({"page": page.title, "kind": page.kind, "path": page.path})
         if block_ids:
@@ -454,58 +422,6 @@ def _page_document(graph: _Graph, page: _Page, *, collection: str, project: str 
         units=units, visibility=visibility, project=project, chunk_size=MAX_UNIT_CHARS,
     )  # fmt: skip
     return doc, digest.hexdigest()
-
-
-def _markdown_document(rel: str, text: str, *, collection: str, project: str | None,
-                       visibility: str) -> SourceDocument:  # fmt: skip
-    """A plain markdown note: front matter / ``key::`` lines as metadata, a unit per section."""
-    front, body = markup.parse_front_matter(text)
-    props = {k.lower(): v for k, v in front.items()}
-    kept: list[str] = []
-    in_fence = False
-    for line in body.split("\n"):
-        if markup.FENCE_RE.match(line):
-            in_fence = not in_fence
-        match = None if in_fence else markup.PROPERTY_RE.match(line.strip())
-        if match:
-            props.setdefault(match.group(1).lower(), (match.group(2) or "").strip())
-        else:
-            kept.append(line)
-    sections = markup.split_sections("\n".join(kept))
-    stem = Path(rel).stem
-    first_h1 = next((s.heading for s in sections if s.level == 1), "")
-    title = _clean_value(props.get("title", "")) or first_h1 or _title_from_name(stem)
-    meta, page_concepts = _page_metadata(props)
-    date = markup.parse_date(props.get("date", ""))
-    if date is None and _JOURNAL_RE.match(stem):
-        date = dt.date(*(int(g) for g in _JOURNAL_RE.match(stem).groups()))
-    seen: dict[str, int] = {}
-    units: list[Unit] = []
-    for section in sections:
-        heading = f"{'#' * section.level} {section.heading}\n" if section.level else ""
-        rendered = markup.render_links(heading + section.body)
-        if not rendered.text.strip():
-            continue
-        key = "s-" + markup.short_hash(*section.path)
-        seen[key] = seen.get(key, 0) + 1
-        anchor = key if seen[key] == 1 else f"{key}-{seen[key]}"
-        path = [markup.render_links(h).text for h in section.path]
-        if path and path[0] == title:
-            path = path[1:]
-        concepts = list(dict.fromkeys([*page_concepts, *rendered.concepts]))
-        units.append(
-            Unit(
-                unit_anchor=anchor, content=rendered.text.strip(), title=title,
-                breadcrumb=" > ".join([title, *path]), domain=str(meta.get("domain", ""))[:100],
-                concepts=concepts, code_languages=markup.code_languages(rendered.text),
-                has_image=markup.has_image(rendered.text), date=date,
-                metadata={**meta, "path": rel, "section": section.heading},
-            )
-        )  # fmt: skip
-    return SourceDocument(
-        collection=collection, source_type="markdown", source_id=rel, units=units,
-        visibility=visibility, project=project,
-    )  # fmt: skip
 
 
 def _read(path: Path) -> tuple[bytes, str]:
@@ -576,10 +492,10 @@ def parse_graph(
             results[rel] = ParsedFile(rel, digest, None, f"parse error: {exc}")
             continue
         stem = path.stem
-        journal = _JOURNAL_RE.match(stem) if rel.startswith("journals/") else None
+        journal = markdown.JOURNAL_RE.match(stem) if rel.startswith("journals/") else None
         date = dt.date(*(int(g) for g in journal.groups())) if journal else None
-        title = _clean_value(props.get("title", "")) or (
-            date.isoformat() if date else _title_from_name(stem)
+        title = markdown.clean_value(props.get("title", "")) or (
+            date.isoformat() if date else markdown.title_from_name(stem)
         )
         page = _Page(rel, title, "journal" if date else "page", date, props, roots, digest)
         pages[rel] = page
@@ -595,7 +511,7 @@ def parse_graph(
                 )
                 parsed.fingerprint = fingerprint
             else:
-                doc = _markdown_document(
+                doc = markdown.markdown_document(
                     rel, texts[rel], collection=collection, project=project, visibility=visibility
                 )
             parsed.document = doc

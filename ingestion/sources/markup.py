@@ -1,9 +1,10 @@
-"""Markdown helpers shared by the Logseq, Notion and document parsers.
+"""Helpers shared by the Logseq, Notion, markdown, document and file parsers.
 
-Pure functions over strings: front matter, ``key:: value`` properties, heading sections, and the
+Pure functions over strings: front matter, ``key:: value`` properties, heading sections, the
 wiki-style links (``[[Page]]``, ``#tag``, ``#[[multi word]]``) that Logseq, Obsidian and plain
-markdown notes all use. Code (fenced blocks and inline spans) is left untouched so a ``#include``
-in a snippet never becomes a concept.
+markdown notes all use, and the dates and name lists that callers pass to the parsers. Code
+(fenced blocks and inline spans) is left untouched so a ``#include`` in a snippet never becomes
+a concept.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 PROPERTY_RE = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_\-.]*)::(?:\s+(.*)|\s*)$")
@@ -237,3 +238,31 @@ def code_languages(text: str) -> list[str]:
 
 def has_image(text: str) -> bool:
     return bool(re.search(r"!\[[^\]]*\]\([^)]+\)", text))
+
+
+def iso_date(value: dt.date | str | None, *, field: str = "date") -> dt.date | None:
+    """A date, a datetime or an ISO string; anything else is a ``ValueError`` naming ``field``."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str):
+        try:
+            if len(value.strip()) == 10:
+                return dt.date.fromisoformat(value.strip())
+            return dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00")).date()
+        except ValueError:
+            pass
+    raise ValueError(f"{field} is not an ISO date (YYYY-MM-DD): {value!r}")
+
+
+def unique_names(values: Iterable[str] | None) -> list[str]:
+    """Names (people, tags) stripped, blanks dropped, each once, in first-seen order."""
+    out: list[str] = []
+    for value in values or ():
+        value = str(value).strip()
+        if value and value not in out:
+            out.append(value)
+    return out

@@ -1,7 +1,8 @@
 """Query analysis: a question in, filters out (dates, people, tags, entity, domain, counting).
 
 Two analysers produce the same ``QueryAnalysis``: a deterministic parser (offline default) and
-an LLM prompted with today's date and the known metadata values (seed 000). The LLM's output is
+an LLM prompted with today's date (so "last month" resolves) and the known metadata values (so
+the names it returns are ones the index can filter on). The LLM's output is
 validated against the same facets — a value it invents is dropped — and any failure falls back
 to the parser, so a flaky model never blocks an answer.
 """
@@ -41,6 +42,52 @@ COUNTING_RE = re.compile(
 )
 
 
+
+CHIP_FIELDS = ("date", "collections", "people", "entity", "tags", "domain")
+_FIELD_NAMES = {
+    "date": "date", "collections": "collection", "people": "person",
+    "entity": "entity", "tags": "tag", "domain": "domain",
+}
+
+
+@dataclass
+class FilterChip:
+    """One filter the analysis read from the question, as the person sees it on the answer.
+
+    ``origin`` is ``stated`` when the question says it in so many words ("last month", "in the
+    meetings collection", "with Sam", "tagged search", a capitalised name) and ``guessed`` when
+    an ordinary word happens to equal a known value ("search" is also a tag). Stated filters
+    narrow retrieval (``effect`` ``filter``, or ``dropped`` when they emptied it); guessed ones
+    only ``boost`` what carries them, so a word never silently hides the answer.
+    """
+
+    field: str
+    value: str
+    origin: str
+    phrase: str
+    effect: str = "filter"
+
+    @property
+    def label(self) -> str:
+        value = self.value.replace("/", " – ") if self.field == "date" else self.value
+        source = f"from the word '{self.phrase}'" if self.origin == "guessed" else f"from '{self.phrase}'"
+        return f"{_FIELD_NAMES[self.field]}: {value} ({source})"
+
+    def as_dict(self) -> dict:
+        return {
+            "field": self.field, "value": self.value, "origin": self.origin, "phrase": self.phrase,
+            "effect": self.effect, "label": self.label,
+        }  # fmt: skip
+
+    def matches(self, ignored: list[dict]) -> bool:
+        for item in ignored:
+            if item["field"] != self.field:
+                continue
+            # A date chip is removed by its field alone: there is only ever one date range.
+            if self.field == "date" or (item.get("value") or "").strip().lower() == self.value.lower():
+                return True
+        return False
+
 @dataclass
 class QueryAnalysis:
     """Filters read from a question. ``source`` says which analyser produced them."""
@@ -59,6 +106,8 @@ class QueryAnalysis:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     error: str = ""
+    collections: list[str] = field(default_factory=list)
+    chips: list[FilterChip] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         out = {
@@ -71,6 +120,7 @@ class QueryAnalysis:
             "domain": self.domain,
             "counting": self.counting,
             "source": self.source,
+            "collections": self.collections,
         }
         if self.error:
             out["error"] = self.error
@@ -87,6 +137,42 @@ class QueryAnalysis:
             entity=filters.entity or self.entity,
             domain=filters.domain or self.domain,
         )
+
+    def active_chips(self, ignored: list[dict] | None = None) -> list[FilterChip]:
+        return [c for c in self.chips if not c.matches(ignored or [])]
+
+    def split(self, request: SearchFilters, ignored: list[dict] | None = None) -> tuple[SearchFilters, SearchFilters]:
+        """(what to filter by, what to boost with): stated chips narrow, guessed ones only boost.
+
+        What the person set explicitly in the request always wins over the analysis; chips in
+        ``ignored`` (removed on the page) are not applied at all.
+        """
+        stated = [c for c in self.active_chips(ignored) if c.origin == "stated"]
+        guessed = [c for c in self.active_chips(ignored) if c.origin == "guessed"]
+        applied = with_chips(request, stated)
+        return applied, with_chips(applied, guessed)
+
+
+def with_chips(filters: SearchFilters, chips: list[FilterChip]) -> SearchFilters:
+    """``filters`` narrowed by ``chips``; a field the request already sets is left as it is."""
+    out = filters
+    for chip in chips:
+        if chip.field == "date":
+            start, _, end = chip.value.partition("/")
+            out = replace(
+                out,
+                date_from=out.date_from or (dt.date.fromisoformat(start) if start else None),
+                date_to=out.date_to or (dt.date.fromisoformat(end) if end else None),
+            )
+        elif chip.field in ("people", "tags"):
+            if not getattr(filters, chip.field):
+                out = replace(out, **{chip.field: [*getattr(out, chip.field), chip.value]})
+        elif chip.field == "collections":
+            if not filters.collections:
+                out = replace(out, collections=[*(out.collections or []), chip.value])
+        elif not getattr(filters, chip.field):
+            out = replace(out, **{chip.field: chip.value})
+    return out
 
 
 # -- dates -------------------------------------------------------------------------------------
@@ -129,7 +215,10 @@ def _period(expr: str, today: dt.date) -> tuple[dt.date, dt.date] | None:
         back = (today.weekday() - WEEKDAYS[expr]) % 7
         day = today - dt.timedelta(days=back)
         return day, day
-    if m := re.fullmatch(rf"(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+)?({_MONTH_RE})\.?(?:\s+(\d{{1,2}})(?:st|nd|rd|th)?)?,?(?:\s+(\d{{4}}))?", expr):
+    if m := re.fullmatch(
+        rf"(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+)?({_MONTH_RE})\.?(?:\s+(\d{{1,2}})(?:st|nd|rd|th)?)?,?(?:\s+(\d{{4}}))?",
+        expr,
+    ):
         month = MONTHS[m[2]]
         day_of_month = m[1] or m[3]
         # Without a year, the most recent such month: "in March" asked in February is last March.
@@ -149,7 +238,10 @@ def _period(expr: str, today: dt.date) -> tuple[dt.date, dt.date] | None:
     return None
 
 
-_EXPR = rf"(?:today|yesterday|\d{{4}}-\d{{1,2}}(?:-\d{{1,2}})?|{_WEEKDAY_RE}|(?:\d{{1,2}}(?:st|nd|rd|th)?\s+)?(?:{_MONTH_RE})\.?(?:\s+\d{{1,2}}(?:st|nd|rd|th)?)?,?(?:\s+\d{{4}})?|\d{{4}})"
+_EXPR = (
+    rf"(?:today|yesterday|\d{{4}}-\d{{1,2}}(?:-\d{{1,2}})?|{_WEEKDAY_RE}"
+    rf"|(?:\d{{1,2}}(?:st|nd|rd|th)?\s+)?(?:{_MONTH_RE})\.?(?:\s+\d{{1,2}}(?:st|nd|rd|th)?)?,?(?:\s+\d{{4}})?|\d{{4}})"
+)
 
 
 def parse_dates(text: str, today: dt.date) -> tuple[dt.date | None, dt.date | None, str]:
@@ -158,24 +250,57 @@ def parse_dates(text: str, today: dt.date) -> tuple[dt.date | None, dt.date | No
     Returns ``(date_from, date_to, phrase)``; open ends are None. Relative to ``today``.
     """
     low = text.lower()
+    for phrase in _DATE_PHRASES:  # the first kind of phrase that yields a range wins
+        found = phrase(low, today)
+        if found:
+            return found
+    return None, None, ""
 
-    def found(match, start, end):
-        return start, end, match.group(0).strip()
 
+_DateRange = tuple[dt.date | None, dt.date | None, str]
+
+
+def _found(match, start, end) -> _DateRange:
+    return start, end, match.group(0).strip()
+
+
+def _between(low: str, today: dt.date) -> _DateRange | None:
     if m := re.search(rf"\bbetween\s+({_EXPR})\s+and\s+({_EXPR})\b", low) or re.search(
         rf"\bfrom\s+({_EXPR})\s+(?:to|until|till|through)\s+({_EXPR})\b", low
     ):
         a, b = _period(m[1], today), _period(m[2], today)
         if a and b:
-            return found(m, min(a[0], b[0]), max(a[1], b[1]))
+            return _found(m, min(a[0], b[0]), max(a[1], b[1]))
+    return None
+
+
+def _last_n_units(low: str, today: dt.date) -> _DateRange | None:
     if m := re.search(rf"\b(?:in\s+)?(?:the\s+)?(?:last|past|previous)\s+({_NUM_RE})\s+(day|week|month|year)s?\b", low):
         n, unit = _number(m[1]), m[2]
-        start = _shift_months(today, n * (12 if unit == "year" else 1)) if unit in ("month", "year") else today - dt.timedelta(days=n * UNITS[unit])
-        return found(m, start, today)
-    if m := re.search(r"\b(?:in\s+)?the\s+(?:last|past)\s+(day|week|month|year)\b|\bpast\s+(day|week|month|year)\b", low):
+        start = (
+            _shift_months(today, n * (12 if unit == "year" else 1))
+            if unit in ("month", "year")
+            else today - dt.timedelta(days=n * UNITS[unit])
+        )
+        return _found(m, start, today)
+    return None
+
+
+def _the_last_unit(low: str, today: dt.date) -> _DateRange | None:
+    if m := re.search(
+        r"\b(?:in\s+)?the\s+(?:last|past)\s+(day|week|month|year)\b|\bpast\s+(day|week|month|year)\b", low
+    ):
         unit = m[1] or m[2]
-        start = _shift_months(today, 12 if unit == "year" else 1) if unit in ("month", "year") else today - dt.timedelta(days=UNITS[unit])
-        return found(m, start, today)
+        start = (
+            _shift_months(today, 12 if unit == "year" else 1)
+            if unit in ("month", "year")
+            else today - dt.timedelta(days=UNITS[unit])
+        )
+        return _found(m, start, today)
+    return None
+
+
+def _ago(low: str, today: dt.date) -> _DateRange | None:
     if m := re.search(rf"\b({_NUM_RE})\s+(day|week|month|year)s?\s+ago\b", low):
         n, unit = _number(m[1]), m[2]
         if unit in ("month", "year"):
@@ -184,20 +309,33 @@ def parse_dates(text: str, today: dt.date) -> tuple[dt.date | None, dt.date | No
         else:
             start = today - dt.timedelta(days=n * UNITS[unit])
             end = start + dt.timedelta(days=UNITS[unit] - 1)
-        return found(m, start, min(end, today))
-    if m := re.search(r"\b(this|last)\s+(week|month|year)\b", low):
-        which, unit = m[1], m[2]
-        if unit == "week":
-            monday = today - dt.timedelta(days=today.weekday())
-            return found(m, monday, today) if which == "this" else found(m, monday - dt.timedelta(days=7), monday - dt.timedelta(days=1))
-        if unit == "month":
-            if which == "this":
-                return found(m, today.replace(day=1), today)
-            first = _shift_months(today.replace(day=1), 1)
-            return found(m, *_month_range(first.year, first.month))
+        return _found(m, start, min(end, today))
+    return None
+
+
+def _this_or_last_unit(low: str, today: dt.date) -> _DateRange | None:
+    m = re.search(r"\b(this|last)\s+(week|month|year)\b", low)
+    if not m:
+        return None
+    which, unit = m[1], m[2]
+    if unit == "week":
+        monday = today - dt.timedelta(days=today.weekday())
+        return (
+            _found(m, monday, today)
+            if which == "this"
+            else _found(m, monday - dt.timedelta(days=7), monday - dt.timedelta(days=1))
+        )
+    if unit == "month":
         if which == "this":
-            return found(m, dt.date(today.year, 1, 1), today)
-        return found(m, dt.date(today.year - 1, 1, 1), dt.date(today.year - 1, 12, 31))
+            return _found(m, today.replace(day=1), today)
+        first = _shift_months(today.replace(day=1), 1)
+        return _found(m, *_month_range(first.year, first.month))
+    if which == "this":
+        return _found(m, dt.date(today.year, 1, 1), today)
+    return _found(m, dt.date(today.year - 1, 1, 1), dt.date(today.year - 1, 12, 31))
+
+
+def _since(low: str, today: dt.date) -> _DateRange | None:
     if m := re.search(rf"\b(?:since|after)\s+(?:last\s+)?({_EXPR})\b", low):
         period = _period(m[1], today)
         if period:
@@ -205,24 +343,46 @@ def parse_dates(text: str, today: dt.date) -> tuple[dt.date | None, dt.date | No
             start = period[1] + dt.timedelta(days=1) if is_after else period[0]
             if "last " in m.group(0) and m[1] in WEEKDAYS and period[0] == today:
                 start = today - dt.timedelta(days=7)
-            return found(m, start, today)
+            return _found(m, start, today)
+    return None
+
+
+def _before(low: str, today: dt.date) -> _DateRange | None:
     if m := re.search(rf"\bbefore\s+({_EXPR})\b", low):
         period = _period(m[1], today)
         if period:
-            return found(m, None, period[0] - dt.timedelta(days=1))
+            return _found(m, None, period[0] - dt.timedelta(days=1))
+    return None
+
+
+def _in_period(low: str, today: dt.date) -> _DateRange | None:
     if m := re.search(rf"\b(?:in|during|on|for)\s+({_EXPR})\b", low):
         period = _period(m[1], today)
         if period and not (m[1] in WEEKDAYS and "on" not in m.group(0)):
-            return found(m, *period)
+            return _found(m, *period)
+    return None
+
+
+def _named_day(low: str, today: dt.date) -> _DateRange | None:
     if m := re.search(r"\b(today|yesterday)\b", low):
-        return found(m, *_period(m[1], today))
+        return _found(m, *_period(m[1], today))
     if m := re.search(r"\b(\d{4}-\d{2}-\d{2})\b", low):
         period = _period(m[1], today)
         if period:
-            return found(m, *period)
+            return _found(m, *period)
+    return None
+
+
+def _recently(low: str, today: dt.date) -> _DateRange | None:
     if m := re.search(r"\b(?:recently|lately)\b", low):
-        return found(m, _shift_months(today, 3), today)
-    return None, None, ""
+        return _found(m, _shift_months(today, 3), today)
+    return None
+
+
+_DATE_PHRASES = (
+    _between, _last_n_units, _the_last_unit, _ago, _this_or_last_unit, _since,
+    _before, _in_period, _named_day, _recently,
+)
 
 
 # -- known values ------------------------------------------------------------------------------
@@ -265,6 +425,92 @@ def match_values(text: str, values: list[str], *, names: bool = False) -> list[s
     return found
 
 
+_COLLECTION_PHRASE = (
+    r"(?:in|from|within|across)\s+(?:the\s+|my\s+|our\s+)?({name})\s+collection\b"
+    r"|\bcollection\s+[\"'“]?({name})\b"
+)
+
+
+def stated_collections(query: str, known: list[str]) -> list[tuple[str, str]]:
+    """Collections the question names as such ("in the meetings collection"): (value, phrase)."""
+    out = []
+    for name in sorted(known, key=len, reverse=True):
+        if m := re.search(_COLLECTION_PHRASE.format(name=re.escape(name)), query, re.I):
+            out.append((name, m.group(0).strip()))
+    return out
+
+
+def _find(value: str, text: str, *, plural: bool = True) -> re.Match | None:
+    pattern = rf"(?<![\w-]){_plural_forms(value) if plural else re.escape(value)}(?![\w-])"
+    return re.search(pattern, text, re.I)
+
+
+def _name_chip(field_name: str, value: str, query: str) -> FilterChip:
+    """A person or entity: stated when written as a proper name ("Sam", "with Sam", "Acme Capital")."""
+    lower_question = query == query.lower()
+    needle = value
+    m = _find(value, query, plural=False)
+    if m is None and " " in value:  # matched by the first name alone
+        needle = value.split()[0]
+        m = _find(needle, query, plural=False)
+    phrase = m.group(0) if m else needle
+    if m:
+        before = query[: m.start()].rstrip()
+        if re.search(r"\b(?:with|by|from|for|about|and)$", before, re.I):
+            phrase = f"{before.split()[-1]} {phrase}"
+    proper = bool(m) and m.group(0)[:1].isupper() and not lower_question
+    return FilterChip(field=field_name, value=value, origin="stated" if proper else "guessed", phrase=phrase)
+
+
+def _tag_chip(value: str, query: str) -> FilterChip:
+    """A tag: stated only when the question says so ("tagged search", "#search", "tag search")."""
+    if m := re.search(rf"(?:\btagged\s+(?:with\s+|as\s+)?|\btags?\s+|#)[\"'“]?{re.escape(value)}\b", query, re.I):
+        return FilterChip(field="tags", value=value, origin="stated", phrase=m.group(0))
+    m = _find(value, query)
+    return FilterChip(field="tags", value=value, origin="guessed", phrase=m.group(0) if m else value)
+
+
+def build_chips(query: str, analysis: QueryAnalysis) -> list[FilterChip]:
+    """The chips of an analysis, each with where in the question it came from."""
+    chips: list[FilterChip] = []
+    if analysis.date_from or analysis.date_to:
+        value = (
+            f"{analysis.date_from.isoformat() if analysis.date_from else ''}"
+            f"/{analysis.date_to.isoformat() if analysis.date_to else ''}"
+        )
+        phrase = analysis.date_phrase if analysis.date_phrase not in ("", "(model)") else ""
+        if not phrase and (m := _TEMPORAL_RE.search(query)):
+            phrase = m.group(0)
+        # "recently" names no period: the three months it maps to are a guess.
+        vague = bool(re.fullmatch(r"(?:recently|lately)", phrase.strip(), re.I))
+        chips.append(
+            FilterChip(
+                field="date",
+                value=value,
+                origin="guessed" if vague else "stated",
+                phrase=phrase or "a time in the question",
+            )
+        )
+    for name in analysis.collections:
+        phrase = next((p for v, p in stated_collections(query, [name]) if v == name), name)
+        chips.append(FilterChip(field="collections", value=name, origin="stated", phrase=phrase))
+    chips += [_name_chip("people", p, query) for p in analysis.people]
+    if analysis.entity:
+        chips.append(_name_chip("entity", analysis.entity, query))
+    chips += [_tag_chip(t, query) for t in analysis.tags]
+    if analysis.domain:
+        if m := re.search(rf"\b(?:in|about)\s+(?:the\s+)?{re.escape(analysis.domain)}\s+domain\b", query, re.I):
+            chips.append(FilterChip(field="domain", value=analysis.domain, origin="stated", phrase=m.group(0)))
+        else:
+            m = _find(analysis.domain, query)
+            chips.append(
+                FilterChip(
+                    field="domain", value=analysis.domain, origin="guessed", phrase=m.group(0) if m else analysis.domain
+                )
+            )
+    return chips
+
+
 def parse_query(query: str, *, today: dt.date, facets: Facets) -> QueryAnalysis:
     """The deterministic analyser: date phrases plus known people, tags, entities, domains."""
     date_from, date_to, phrase = parse_dates(query, today)
@@ -273,7 +519,8 @@ def parse_query(query: str, *, today: dt.date, facets: Facets) -> QueryAnalysis:
     tags = [t for t in match_values(text, facets.values("tags")) if t.lower() not in {p.lower() for p in people}]
     entities = match_values(text, facets.values("entities"))
     domains = [d for d in match_values(text, facets.values("domains")) if len(d) >= 3]
-    return QueryAnalysis(
+    collections = [name for name, _ in stated_collections(text, facets.values("collections"))]
+    analysis = QueryAnalysis(
         date_from=date_from,
         date_to=date_to,
         date_phrase=phrase,
@@ -283,7 +530,10 @@ def parse_query(query: str, *, today: dt.date, facets: Facets) -> QueryAnalysis:
         domain=domains[0] if len(domains) == 1 else None,
         counting=bool(COUNTING_RE.search(query)),
         source="parser",
+        collections=collections,
     )
+    analysis.chips = build_chips(query, analysis)
+    return analysis
 
 
 # -- the LLM analyser --------------------------------------------------------------------------
@@ -362,7 +612,9 @@ def _grounded(value: str, query: str) -> bool:
     return any(term in asked for term in content_terms(value) if len(term) >= 3)
 
 
-def llm_analyse(query: str, *, today: dt.date, facets: Facets, llm: LLMProvider, timeout: float | None = None) -> QueryAnalysis:
+def llm_analyse(
+    query: str, *, today: dt.date, facets: Facets, llm: LLMProvider, timeout: float | None = None
+) -> QueryAnalysis:
     """Ask ``llm`` for the filters; values not in the facets are dropped. Raises LLMError."""
     completion = llm.complete(
         messages=_analysis_messages(query, today, facets),
@@ -388,7 +640,7 @@ def llm_analyse(query: str, *, today: dt.date, facets: Facets, llm: LLMProvider,
 
     entity = grounded(_canonical([data.get("entity")], facets.values("entities")))
     domain = grounded(_canonical([data.get("domain")], facets.values("domains")))
-    return QueryAnalysis(
+    analysis = QueryAnalysis(
         date_from=date_from,
         date_to=date_to,
         date_phrase="" if not (date_from or date_to) else "(model)",
@@ -402,7 +654,11 @@ def llm_analyse(query: str, *, today: dt.date, facets: Facets, llm: LLMProvider,
         prompt_tokens=completion.prompt_tokens,
         completion_tokens=completion.completion_tokens,
         cost_usd=completion.cost_usd,
+        collections=[name for name, _ in stated_collections(query, facets.values("collections"))],
     )
+    # Where each value came from is read off the question, not taken from the model's word.
+    analysis.chips = build_chips(query, analysis)
+    return analysis
 
 
 def analyse_query(

@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 
 CITATION_RE = re.compile(r"(\s?)\[(\s*\d+\s*(?:(?:,|;|-|–)\s*\d+\s*)*)\]")
-_PARTIAL_RE = re.compile(r"\s?\[[\d\s,;\-–]*$")
+# What may still become a citation: an open ``[1, 2`` and the one whitespace before it, held back
+# also when only the whitespace has arrived (a dropped citation takes its space with it).
+_PARTIAL_RE = re.compile(r"\s?(?:\[[\d\s,;\-–]*)?$")
 _MAX_HOLD = 24
 
 
@@ -31,12 +33,16 @@ def _numbers(inner: str) -> list[int]:
 class CitationFilter:
     """Streams text through, dropping citations of sources the model was not given.
 
-    ``feed`` returns what can be shown now; a trailing ``[1`` is held back until it closes.
+    ``feed`` returns what can be shown now; a trailing ``[1`` (or a trailing space, which a
+    dropped citation would take with it) is held back until it is known what follows.
     ``used`` lists the valid source numbers in order of first citation.
     """
 
-    def __init__(self, valid: set[int]):
+    def __init__(self, valid: set[int], *, renumber: bool = False):
         self.valid = valid
+        # With ``renumber``, the n-th source cited first is shown as [n]: numbers read 1, 2, 3…
+        # in the text whatever order the model cites its sources in.
+        self.renumber = renumber
         self.used: list[int] = []
         self.removed: list[int] = []
         self._held = ""
@@ -51,7 +57,8 @@ class CitationFilter:
                     self.used.append(n)
             if not keep:
                 return ""
-            return m.group(1) + "".join(f"[{n}]" for n in dict.fromkeys(keep))
+            shown = [self.used.index(n) + 1 for n in keep] if self.renumber else keep
+            return m.group(1) + "".join(f"[{n}]" for n in dict.fromkeys(shown))
 
         return CITATION_RE.sub(repl, text)
 

@@ -1,7 +1,11 @@
-"""Conversation follow-ups: decide whether a question needs a new search (seed 003).
+"""Conversation follow-ups: decide whether a question needs a new search.
 
-State lives in ``Interaction`` rows (``filters["conversation_id"]``), so a conversation survives
-restarts and needs no table of its own. Strategies:
+A follow-up that only reshapes or extends the last answer is answered from that answer's
+sources: a fresh search would cost time and could drift away from what the user is reading.
+
+The turns are logged asks (``filters["conversation_id"]``, read through ``rag.interactions``);
+``rag.Conversation`` names and owns the thread (``rag.answering.history``), so a conversation
+survives restarts, another user's or a deleted one loads as empty. Strategies:
 
 - ``NO_RAG``: a transformation of the last answer ("summarize that", "in bullet points") —
   no search; the last answer and the sources it cited are the context.
@@ -16,12 +20,14 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
-from feedback.models import Interaction
+from rag.interactions import conversation_turns
 
 NO_RAG = "NO_RAG"
 REUSE = "REUSE"
 NEW_QUERY = "NEW_QUERY"
 STRATEGIES = (NO_RAG, REUSE, NEW_QUERY)
+# What a person reads instead of the internal names.
+STRATEGY_LABELS = {NO_RAG: "reworded the last answer", REUSE: "same sources as before", NEW_QUERY: "new search"}
 
 CONVERSATION_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -70,10 +76,16 @@ def new_conversation_id() -> str:
 
 
 def conversation_load(*, conversation_id: str, user, limit: int = 3) -> Conversation:
-    """The last ``limit`` exchanges of ``user``'s conversation (another user's id finds nothing)."""
-    qs = Interaction.objects.filter(kind=Interaction.Kind.ASK, filters__conversation_id=conversation_id)
-    qs = qs.filter(user=user) if getattr(user, "is_authenticated", False) else qs.filter(user__isnull=True)
-    rows = list(qs.order_by("-created_at", "-id")[:limit])
+    """The last ``limit`` exchanges of ``user``'s conversation (another user's id finds nothing).
+
+    Only ids and scores of the earlier sources come back: whoever reuses them re-reads the chunks
+    through the caller's current scope (``chunks_by_uid``), so a chunk hidden since is not reused.
+    """
+    from rag.answering.history import conversation_visible
+
+    if not conversation_visible(conversation_id=conversation_id, user=user):
+        return Conversation(id=conversation_id)
+    rows = conversation_turns(user=user, conversation_id=conversation_id, newest_first=True, limit=limit)
     exchanges = [
         Exchange(
             interaction_id=row.pk,
@@ -100,10 +112,16 @@ def choose_strategy(*, question: str, conversation: Conversation, request_filter
         return NEW_QUERY
     if _TRANSFORM_RE.search(question):
         return NO_RAG
+    from rag.answering.followups import more_about
+    from rag.llm.extractive import content_terms
+
+    subject = more_about(question)
+    if subject and content_terms(subject) - content_terms(f"{last.topic} {last.query}"):
+        # "tell me more about Northwind" after a question about Acme: a new subject, a new search.
+        return NEW_QUERY
     if _MORE_RE.search(question):
         return REUSE
     # A short question that only points back ("when was that?") stays on the same sources.
-    from rag.llm.extractive import content_terms
 
     new_terms = content_terms(question) - content_terms(f"{last.topic} {last.query} {last.answer}")
     if _ANAPHORA_RE.search(question) and not new_terms and len(question.split()) <= 8:

@@ -40,13 +40,13 @@ def read_questions(path: Path) -> list[str]:
 
 def measure_stream(*, question: str, user=None, scope: Scope | None = None, model: str | None = None) -> dict:
     """Server-side timings of one streamed ask: first SSE byte, first answer text, last byte."""
-    from rag.answer_apis import sse_encode
+    from knowhub.sse import encode_events
     from rag.answering.services import ask
 
     started = time.perf_counter()
     first_byte = first_text = None
     events = ask(user=user, scope=scope or Scope.everything(), query=question, model=model, log=False)
-    for chunk in sse_encode(events):
+    for chunk in encode_events(events, failure_detail="", name="ask"):
         now = time.perf_counter()
         if first_byte is None:
             first_byte = now

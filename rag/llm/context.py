@@ -27,6 +27,7 @@ _SOURCE_RE = re.compile(r'<source id="(\d+)"([^>]*)>\n?(.*?)\n?</source>', re.S)
 _ATTR_RE = re.compile(r'(\w+)="([^"]*)"')
 _QUESTION_RE = re.compile(r"<question>\n?(.*?)\n?</question>", re.S)
 _TOPIC_RE = re.compile(r"<topic>(.*?)</topic>", re.S)
+_STATED_RE = re.compile(r"<filters_applied>(.*?)</filters_applied>", re.S)
 
 
 def _attr(value: str) -> str:
@@ -34,7 +35,8 @@ def _attr(value: str) -> str:
 
 
 def format_user_prompt(
-    *, question: str, sources: list[ContextSource], notes: list[str] | None = None, focus: str = ""
+    *, question: str, sources: list[ContextSource], notes: list[str] | None = None, focus: str = "",
+    stated: list[str] | None = None,
 ) -> str:
     """The user message: sources, optional notes, the conversation's topic, then the question.
 
@@ -56,8 +58,19 @@ def format_user_prompt(
         parts.append(f"<note>{note}</note>")
     if focus and focus.strip() != question.strip():
         parts.append(f"<topic>{html.escape(focus)}</topic>")
+    if stated:
+        # Phrases of the question already applied as filters ("last month"): the sources were
+        # chosen by them, so they say nothing about which sentence answers.
+        parts.append(f"<filters_applied>{html.escape('; '.join(stated))}</filters_applied>")
     parts.append(f"<question>\n{question.replace('</question', '</ question')}\n</question>")
     return "\n".join(parts)
+
+
+def parse_stated(text: str) -> list[str]:
+    """The filter phrases ``format_user_prompt`` wrote (empty when none)."""
+    tail = text.rsplit("</sources>", 1)[-1]
+    m = _STATED_RE.search(tail)
+    return [p for p in html.unescape(m.group(1)).split("; ") if p] if m else []
 
 
 def parse_user_prompt(text: str) -> tuple[str, list[ContextSource], str]:

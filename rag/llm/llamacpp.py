@@ -52,4 +52,9 @@ class LlamaCppChat(OpenAIChat):
 
     @classmethod
     def shared(cls, *, path: str, info) -> LlamaCppChat:
-        return cls(info=info, base_url=_server_url(path).rstrip("/") + "/v1", api_key="local", timeout=settings.KNOWHUB_LLM_TIMEOUT)
+        return cls(
+            info=info,
+            base_url=_server_url(path).rstrip("/") + "/v1",
+            api_key="local",
+            timeout=settings.KNOWHUB_LLM_TIMEOUT,
+        )

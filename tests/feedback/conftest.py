@@ -15,19 +15,23 @@ COLLECTION = "fbtest"
 DOCS = {
     "closures-guide": (
         "JavaScript closures",
-        "A closure is a function that remembers the variables of the scope it was created in, even after that outer function has returned. Closures in JavaScript power private state and callbacks.",
+        "A closure is a function that remembers the variables of the scope it was created in, even after that "
+        "outer function has returned. Closures in JavaScript power private state and callbacks.",
     ),
     "closures-faq": (
         "Closures FAQ",
-        "Frequently asked questions about closures in JavaScript: why a closure keeps a reference to outer variables, closures in loops, and memory use of closures.",
+        "Frequently asked questions about closures in JavaScript: why a closure keeps a reference to outer "
+        "variables, closures in loops, and memory use of closures.",
     ),
     "scope-chain": (
         "Scope and the scope chain",
-        "JavaScript resolves variable names through the lexical scope chain: block scope, function scope and the global scope. Closures capture this chain.",
+        "JavaScript resolves variable names through the lexical scope chain: block scope, function scope and the "
+        "global scope. Closures capture this chain.",
     ),
     "promises": (
         "Promises and async/await",
-        "A promise represents a value that arrives later. async functions return promises and await pauses until they settle.",
+        "A promise represents a value that arrives later. async functions return promises and await pauses until "
+        "they settle.",
     ),
     "react-hooks": (
         "React hooks",

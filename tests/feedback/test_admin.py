@@ -235,3 +235,28 @@ def test_non_staff_cannot_open_the_queue(client, user, interactions):
     response = client.get(CHANGELIST)
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
     assert Interaction.objects.count() == 3
+
+
+def test_ranking_config_page_shows_each_weight_with_its_confidence(staff_client, monkeypatch):
+    """After tune_ranking, the configuration's page lists every weight next to the default, the
+    folds' mean ± sd and how many folds agreed, and the held-out gain per fold."""
+    from feedback.tuning import ranking_tune
+    from tests.feedback.test_tuning import TITLE_HELPS, query
+
+    # the labelled queries are synthetic here: this test is about what the admin shows
+    monkeypatch.setattr(
+        "feedback.selectors.labelled_queries",
+        lambda **kw: [query(f"g{i}", TITLE_HELPS) for i in range(10)],
+    )
+    report = ranking_tune(seed=0)
+    assert report.status == "activated"
+    listing = staff_client.get("/admin/feedback/rankingconfig/").content.decode()
+    assert "gain on 5/5" in listing
+    page = staff_client.get(f"/admin/feedback/rankingconfig/{report.config_id}/change/")
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "Weights and confidence" in html and "folds (mean ± sd)" in html
+    title_row = html[html.index("<td>title</td>") :].split("</tr>")[0]
+    assert f"<b>{report.after['w_title']:g}</b>" in title_row
+    assert "high: 100% of folds agree" in title_row
+    assert html.count("<tr><td>") >= 5 + 5  # five weights, five folds

@@ -7,7 +7,7 @@ import pytest
 from django.test import override_settings
 
 from feedback.models import RankingConfig
-from feedback.ranking import RankingWeights
+from feedback.ranking import RankingWeights, label_strength
 from feedback.services import feedback_submit, ranking_config_record
 
 from .conftest import record, search, uid
@@ -92,7 +92,8 @@ def test_labels_only_move_chunks_among_the_candidates(real_corpus, user):
     from rag.search import SearchFilters, chunk_search
 
     result = chunk_search(
-        query=QUERY, scope=Scope.everything(), filters=SearchFilters(collections=["fbtest"], source_ids=["closures-guide", "scope-chain"]),
+        query=QUERY, scope=Scope.everything(),
+        filters=SearchFilters(collections=["fbtest"], source_ids=["closures-guide", "scope-chain"]),
         top_k=5, query_vector=real_corpus.embed_query(QUERY), embedder=real_corpus,
     )  # fmt: skip
     assert {h.source_id for h in result.hits} == {"closures-guide", "scope-chain"}
@@ -121,3 +122,63 @@ def test_the_active_ranking_config_drives_hybrid_search(real_corpus):
         assert [h.score for h in search(QUERY, real_corpus).hits] == [h.score for h in plain]
     RankingConfig.objects.update(active=False)
     assert [h.score for h in search(QUERY, real_corpus).hits] == [h.score for h in plain]
+
+
+NEIGHBOUR = "what is a closure in programming"  # cosine ≈ 0.66 with QUERY: same topic, other words
+
+
+def test_label_strength_fades_from_a_paraphrase_to_the_reach():
+    assert label_strength(0.9, full=0.85, reach=0.6) == 0.9  # a paraphrase: full strength
+    assert label_strength(0.725, full=0.85, reach=0.6) == pytest.approx(0.725 * 0.5)
+    assert label_strength(0.59, full=0.85, reach=0.6) == 0.0
+    assert label_strength(0.84, full=0.85, reach=0.85) == 0.0  # reach = full: the hard cut
+    assert label_strength(0.85, full=0.85, reach=0.85) == 0.85
+
+
+def test_a_neighbours_label_reaches_as_far_as_the_reach_and_weaker_than_a_paraphrases(
+    real_corpus, user
+):
+    top = order(QUERY, real_corpus)[0]
+
+    def all_scores(q):
+        return {h.chunk_uid: h.score for h in search(q, real_corpus, top_k=10).hits}
+
+    before = {q: all_scores(q) for q in (NEIGHBOUR, PARAPHRASE, UNRELATED)}
+    label(record(QUERY, real_corpus, user=user), user, top, "negative", real_corpus)
+
+    with override_settings(KNOWHUB_FEEDBACK_LABEL_REACH=0.85):  # paraphrases only
+        assert all_scores(NEIGHBOUR) == before[NEIGHBOUR]
+    with override_settings(KNOWHUB_FEEDBACK_LABEL_REACH=0.6):
+        after = {q: all_scores(q) for q in (NEIGHBOUR, PARAPHRASE, UNRELATED)}
+    near = after[NEIGHBOUR][top] - before[NEIGHBOUR][top]
+    para = after[PARAPHRASE][top] - before[PARAPHRASE][top]
+    assert para < near < 0  # the neighbour's chunk sinks, less than for a paraphrase
+    assert near > -0.3 * 0.5  # well within the penalty: a neighbour's label is a hint
+    # nothing else moves, and an unrelated query is untouched
+    assert {u: s for u, s in after[NEIGHBOUR].items() if u != top} == {
+        u: s for u, s in before[NEIGHBOUR].items() if u != top
+    }
+    assert after[UNRELATED] == before[UNRELATED]
+
+
+def test_a_click_is_a_weak_label_for_the_query_and_its_paraphrases(real_corpus, user):
+    from feedback.services import click_record
+
+    hits = search(PARAPHRASE, real_corpus, top_k=10).hits
+    target = hits[2]
+    before = {h.chunk_uid: h.score for h in hits}
+    unrelated = scores(UNRELATED, real_corpus)
+    interaction = record(QUERY, real_corpus, user=user, top_k=10)
+    rank = next(r["rank"] for r in interaction.retrieved if r["chunk_uid"] == target.chunk_uid)
+    click_record(user=user, interaction_id=interaction.pk, chunk_uid=target.chunk_uid, rank=rank,
+                 embedder=real_corpus)  # fmt: skip
+    interaction.refresh_from_db()
+    assert interaction.query_embedding is not None  # embedded so the click can travel
+    after = {h.chunk_uid: h.score for h in search(PARAPHRASE, real_corpus, top_k=10).hits}
+    lift = after[target.chunk_uid] - before[target.chunk_uid]
+    # a click at rank r counts min(1, 0.3·r) of a positive label: lifted, within the boost
+    assert 0 < lift <= 0.1 * min(1.0, 0.3 * rank) + 1e-6
+    assert {u: s for u, s in after.items() if u != target.chunk_uid} == {
+        u: s for u, s in before.items() if u != target.chunk_uid
+    }
+    assert scores(UNRELATED, real_corpus) == unrelated

@@ -1,8 +1,11 @@
-"""Small builders for ingestion tests: a course tree with typed blocks, an imagimodel."""
+"""Small builders for ingestion tests: a course tree with typed blocks, an imagimodel, and real
+PDF, DOCX, HTML and PPTX files built in the test (reportlab, python-docx, python-pptx), so file
+ingestion is tested on the formats themselves, not on mocks of the parsers."""
 
 from __future__ import annotations
 
 import datetime as dt
+import io
 
 from django.utils import timezone
 
@@ -69,7 +72,92 @@ def imagimodel(*, course: Course | None = None) -> Imagimodel:
     )  # fmt: skip
     Layer.objects.create(imagimodel=model, order=0, name="Backpack of Variables",
                          description="Each function carries a backpack with the variables it closed over.")  # fmt: skip
-    Layer.objects.create(imagimodel=model, order=1, name="Gatekeeper", description="The outer function guards the gate.")
+    Layer.objects.create(
+        imagimodel=model, order=1, name="Gatekeeper", description="The outer function guards the gate."
+    )
     Zone.objects.create(imagimodel=model, order=0, name="Throne room", description="Where the returned function sits.",
                         x=0.3, y=0.6, zoom=2.0)  # fmt: skip
     return model
+
+
+# --- files ---------------------------------------------------------------------------------------
+
+
+def pdf_bytes(pages: list[tuple[str | None, str]], *, title: str = "Staff handbook", password: str = "") -> bytes:
+    """One page per ``(heading or None, body)``; headings become outline entries (bookmarks)."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4, encrypt=password or None)
+    c.setTitle(title)
+    for i, (heading, body) in enumerate(pages):
+        y = 800
+        if heading:
+            key = f"h{i}"
+            c.bookmarkPage(key)
+            c.addOutlineEntry(heading, key, level=0)
+            c.setFont("Helvetica-Bold", 16)
+            c.drawString(72, y, heading)
+            y -= 30
+        c.setFont("Helvetica", 11)
+        for line in body.split("\n"):
+            c.drawString(72, y, line)
+            y -= 16
+        c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+def scanned_pdf_bytes(pages: int = 2) -> bytes:
+    """Pages that only carry drawings (what a scan without OCR looks like to a text extractor)."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4)
+    for _ in range(pages):
+        c.rect(72, 400, 300, 300, fill=1)
+        c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+def docx_bytes(parts: list[tuple[str, str]], *, title: str = "") -> bytes:
+    """``parts``: ("h1"/"h2"/"p"/"li", text) in order."""
+    from docx import Document
+
+    doc = Document()
+    if title:
+        doc.core_properties.title = title
+    for kind, text in parts:
+        if kind.startswith("h"):
+            doc.add_heading(text, level=int(kind[1]))
+        elif kind == "li":
+            doc.add_paragraph(text, style="List Bullet")
+        else:
+            doc.add_paragraph(text)
+    buf = io.BytesIO()
+    doc.save(buf)
+    return buf.getvalue()
+
+
+def pptx_bytes(slides: list[tuple[str, str]]) -> bytes:
+    from pptx import Presentation
+
+    deck = Presentation()
+    for heading, body in slides:
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text = heading
+        slide.placeholders[1].text = body
+    buf = io.BytesIO()
+    deck.save(buf)
+    return buf.getvalue()
+
+
+HTML = b"""<!doctype html><html><head><title>Onboarding guide</title><script>var x = 1;</script></head>
+<body><nav>Home | About</nav><main>
+<h1>Onboarding guide</h1><p>Welcome to the team.</p>
+<h2>Laptop setup</h2><p>Install the VPN client before your first day.</p><ul><li>Request a badge</li></ul>
+<h2>Expenses</h2><p>Submit receipts within thirty days through the finance portal.</p>
+</main><footer>(c) ACME</footer></body></html>"""

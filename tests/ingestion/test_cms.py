@@ -1,4 +1,4 @@
-"""Admin-managed content: shapers, reindex idempotency, unpublishing, dry runs, failures, ACL."""
+"""Admin-managed content: the CMS source, reindex idempotency, unpublishing, dry runs, failures, ACL."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from ingestion import services, shapers
+from ingestion import services
 from ingestion.models import ContentBlock, IngestRun, Reflection
+from ingestion.sources import cms
 from rag.acl import Scope, user_hash
 from rag.models import Chunk
 from tests.ingestion import factories
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.django_db
 def test_page_shaper_builds_breadcrumb_domain_code_languages_and_images():
     course, _, sub = factories.course_tree(canon=False)
     page = factories.page(sub)
-    doc = shapers.page_document(page)
+    doc = cms.page_document(page)
     assert doc.key == ("course_content", "page", str(page.pk))
     units = {u.metadata["block_kind"]: u for u in doc.units}
     assert set(units) == {"text", "text_image_code", "code_editor"}
@@ -40,13 +41,13 @@ def test_page_shaper_builds_breadcrumb_domain_code_languages_and_images():
 
 def test_canon_course_domain_is_the_slugified_subchapter_title():
     _, _, sub = factories.course_tree(slug="canon", canon=True, subchapter_title="React Hooks")
-    doc = shapers.page_document(factories.page(sub))
+    doc = cms.page_document(factories.page(sub))
     assert {u.domain for u in doc.units} == {"react-hooks"}
 
 
 def test_imagimodel_has_a_chunk_per_layer_and_zone_with_mnemonic_tags():
     course, _, _ = factories.course_tree()
-    doc = shapers.imagimodel_document(factories.imagimodel(course=course))
+    doc = cms.imagimodel_document(factories.imagimodel(course=course))
     anchors = [u.unit_anchor for u in doc.units]
     assert anchors[0] == "overview" and sum(a.startswith("layer-") for a in anchors) == 2
     assert sum(a.startswith("zone-") for a in anchors) == 1
@@ -142,7 +143,7 @@ def test_a_failing_document_is_recorded_and_the_batch_goes_on(hashing_embedder, 
     _, _, sub = factories.course_tree()
     good = factories.page(sub, slug="good", title="Good")
     bad = factories.page(sub, slug="bad", title="Bad")
-    real = shapers.page_document
+    real = cms.page_document
 
     def shape(page):
         if page.pk == bad.pk:

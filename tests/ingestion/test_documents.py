@@ -70,9 +70,40 @@ def test_staff_posts_a_note_and_a_transcript_and_finds_them_with_filters(api_cli
 def test_bad_documents_are_400_and_nothing_is_written(api_client, staff_user, body, fragment):
     api_client.force_authenticate(staff_user)
     response = api_client.post(URL, body, format="json")
-    assert response.status_code == 400, response.content
+    # a project that does not exist is a 404 (a name, like any identifier); the rest 400
+    assert response.status_code == (404 if fragment == "unknown project" else 400), response.content
     assert fragment in json.dumps(response.json())
     assert not Chunk.objects.exists() and not IngestedDocument.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "raw, fragment",
+    [
+        # JSON allows both escapes; no PostgreSQL text column can store the result.
+        (b'{"documents": [{"id": "a", "text": "fine"}, {"id": "b\\u0000", "text": "x"}]}', "documents[1].id"),
+        (b'{"documents": [{"id": "a", "text": "fine", "entity": "G\\ud800"}]}', "unpaired surrogate"),
+        (b'{"documents": [{"id": "a", "turns": [{"speaker": "A", "text": "\\u0000"}]}]}', "NUL"),
+    ],
+)  # fmt: skip
+def test_unstorable_strings_are_400_and_nothing_is_written(api_client, staff_user, raw, fragment):
+    api_client.force_authenticate(staff_user)
+    response = api_client.post(URL, data=raw, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"] == "parse_error" and fragment in response.json()["detail"]
+    assert not Chunk.objects.exists() and not IngestedDocument.objects.exists()
+    from ingestion.models import IngestRun
+
+    assert not IngestRun.objects.exists()
+
+
+def test_a_failure_named_with_unstorable_text_is_still_recorded(staff_user):
+    from ingestion.models import IngestRun
+    from ingestion.services.core import RunRecorder
+
+    run = IngestRun.objects.create(source="documents")
+    RunRecorder(run).fail("notes/b\x00\ud800d", "DataError: NUL in \x00 text")
+    run.refresh_from_db()
+    assert run.failed == 1 and run.errors == [{"source": "notes/b\\0\\ud800d", "error": "DataError: NUL in \\0 text"}]
 
 
 def test_malformed_json_is_400(api_client, staff_user):
@@ -103,7 +134,7 @@ def test_command_on_files_is_incremental(tmp_path, capsys, use_hashing_embedder,
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "board.md").write_text("# Board meeting\n\nWe hired a CFO.\n")
     (tmp_path / "standup.json").write_text(json.dumps(TRANSCRIPT))
-    (tmp_path / "scan.pdf").write_bytes(b"%PDF-1.4")
+    (tmp_path / "budget.xlsx").write_bytes(b"PK\x03\x04")  # not a supported type
     call_command("ingest_documents", str(tmp_path), "--entity", "Acme", "--tags", "board,hiring", "--json")
     first = json.loads(capsys.readouterr().out)
     assert first["sources"] == 3 and first["failed"] == 1 and "unsupported" in first["errors"][0]["error"]

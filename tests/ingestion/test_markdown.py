@@ -79,11 +79,17 @@ def test_dry_run_writes_nothing(tmp_path, hashing_embedder):
     run = services.sync_markdown(path=tmp_path, collection="notes", dry_run=True, embedder=hashing_embedder)
     assert run.created > 0 and run.dry_run
     assert not Chunk.objects.exists() and not SourceState.objects.exists()
+    assert hashing_embedder.calls == []
+    # What the dry run counted is what the real run then does.
+    real = services.sync_markdown(path=tmp_path, collection="notes", embedder=hashing_embedder)
+    counts = ("sources", "created", "updated", "unchanged", "deleted", "embedded", "failed")
+    assert [getattr(run, n) for n in counts] == [getattr(real, n) for n in counts]
 
 
 def test_plain_markdown_folder_and_command_json(tmp_path, capsys):
     write_graph(tmp_path, {"guide.md": "# Scope\n\nLet and const are block scoped; var is function scoped.\n",
-                           "sub/notes.md": "# Hoisting\n\nFunction declarations are hoisted with their body.\n"})  # fmt: skip
+                           "sub/notes.md": "# Hoisting\n\nFunction declarations are hoisted "
+                                           "with their body.\n"})  # fmt: skip
     call_command("sync_markdown", str(tmp_path), "--format", "markdown", "--collection", "md", "--json")
     out = json.loads(capsys.readouterr().out)
     assert out["status"] == "done" and out["sources"] == 2 and out["created"] == 2 and out["failed"] == 0

@@ -328,7 +328,8 @@ class FakeClient:
         self.search = self._endpoint("search", lambda kw: self._pages)
         self.databases = SimpleNamespace(query=self._endpoint("databases.query", self._query))
         self.blocks = SimpleNamespace(children=SimpleNamespace(
-            list=self._endpoint("blocks.children.list", lambda kw: self._children.get(kw["block_id"], []))))  # fmt: skip
+            list=self._endpoint("blocks.children.list",
+                                lambda kw: self._children.get(kw["block_id"], []))))  # fmt: skip
 
     def _query(self, kw):
         pages = self._pages

@@ -211,7 +211,9 @@ def test_recorded_real_api_responses(hashing_embedder):
         data_sources=SimpleNamespace(query=query),
         blocks=SimpleNamespace(children=SimpleNamespace(list=children)),
     )
-    run = services.notion_sync(client=client, database_ids=["c37a2c66"], embedder=hashing_embedder, sleep=lambda s: None)
+    run = services.notion_sync(
+        client=client, database_ids=["c37a2c66"], embedder=hashing_embedder, sleep=lambda s: None
+    )
     assert run.status == "done" and run.sources == 5, run.errors
     assert calls[0]["data_source_id"] == "4f93db51-4e1d-4015-b07f-876e34c3b0b1"
     assert [c.get("start_cursor") for c in calls] == [None, responses[0]["next_cursor"], responses[1]["next_cursor"]]

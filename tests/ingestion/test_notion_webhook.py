@@ -50,7 +50,9 @@ def secret(settings):
     return SECRET
 
 
-def test_bearer_delivery_is_stored_processed_and_searchable(client, secret, local_embedder, django_capture_on_commit_callbacks):
+def test_bearer_delivery_is_stored_processed_and_searchable(
+    client, secret, local_embedder, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         response = post(client, payload())
     assert response.status_code == 202, response.content
@@ -60,7 +62,10 @@ def test_bearer_delivery_is_stored_processed_and_searchable(client, secret, loca
     assert chunk.domain == "ai-systems" and chunk.concepts == ["architecture", "rag"]
     assert chunk.url == "https://notion.so/rag-abc123" and chunk.date.isoformat() == "2025-01-25"
     assert chunk.metadata["category"] == "transcripts"
-    assert search_ids("why combine keyword search with embeddings", embedder=local_embedder)[0] == "abc123-notion-page-id"
+    assert (
+        search_ids("why combine keyword search with embeddings", embedder=local_embedder)[0]
+        == "abc123-notion-page-id"
+    )
 
 
 def test_hmac_signature_is_accepted(client, secret, django_capture_on_commit_callbacks):
@@ -111,7 +116,9 @@ def test_oversize_body_is_413(client, secret, settings):
     assert response.status_code == 413 and not NotionDelivery.objects.exists()
 
 
-def test_replay_returns_the_same_delivery_and_changes_nothing(client, secret, use_hashing_embedder, hashing_embedder, django_capture_on_commit_callbacks):
+def test_replay_returns_the_same_delivery_and_changes_nothing(
+    client, secret, use_hashing_embedder, hashing_embedder, django_capture_on_commit_callbacks
+):
     # hashing embedder: the test is about replays, not retrieval.
     with django_capture_on_commit_callbacks(execute=True):
         first = post(client, payload())
@@ -127,7 +134,9 @@ def test_replay_returns_the_same_delivery_and_changes_nothing(client, secret, us
     assert len(hashing_embedder.calls) == calls
 
 
-def test_a_page_that_shrinks_leaves_no_orphans(client, secret, use_hashing_embedder, monkeypatch, django_capture_on_commit_callbacks):
+def test_a_page_that_shrinks_leaves_no_orphans(
+    client, secret, use_hashing_embedder, monkeypatch, django_capture_on_commit_callbacks
+):
     # hashing embedder: about chunk counts.
     long = "\n\n".join(f"Paragraph {i}: " + "retrieval design notes and trade-offs " * 20 for i in range(8))
     with django_capture_on_commit_callbacks(execute=True):
@@ -139,7 +148,9 @@ def test_a_page_that_shrinks_leaves_no_orphans(client, secret, use_hashing_embed
     assert chunks.count() == 1 and chunks.get().chunk_uid.endswith(":u_0:0")
 
 
-def test_broker_outage_loses_nothing_the_sweeper_processes_it(client, secret, use_hashing_embedder, monkeypatch, django_capture_on_commit_callbacks):
+def test_broker_outage_loses_nothing_the_sweeper_processes_it(
+    client, secret, use_hashing_embedder, monkeypatch, django_capture_on_commit_callbacks
+):
     # hashing embedder: about delivery bookkeeping.
     from ingestion import tasks
 
@@ -163,9 +174,28 @@ def test_broker_outage_loses_nothing_the_sweeper_processes_it(client, secret, us
 
 def test_an_older_delivery_processed_late_does_not_overwrite_a_newer_one(secret, hashing_embedder):
     # hashing embedder: about ordering.
-    old = services.notion_delivery_receive(body=json.dumps(payload(content="old text")).encode(), page_id="abc123-notion-page-id")
-    new = services.notion_delivery_receive(body=json.dumps(payload(content="new text")).encode(), page_id="abc123-notion-page-id")
+    old = services.notion_delivery_receive(
+        body=json.dumps(payload(content="old text")).encode(), page_id="abc123-notion-page-id"
+    )
+    new = services.notion_delivery_receive(
+        body=json.dumps(payload(content="new text")).encode(), page_id="abc123-notion-page-id"
+    )
     services.notion_delivery_process(delivery_id=new.delivery.pk, embedder=hashing_embedder)
     done = services.notion_delivery_process(delivery_id=old.delivery.pk, embedder=hashing_embedder)
     assert done.result == {"superseded": True}
     assert Chunk.objects.get(source_id="abc123-notion-page-id").content == "new text"
+
+
+def test_a_delivery_is_chunked_once(client, secret, hashing_embedder, monkeypatch, django_capture_on_commit_callbacks):
+    # hashing embedder: about how often the content is cut, not about retrieval.
+    import rag.services
+
+    cuts = []
+    real = rag.services.split_text
+    monkeypatch.setattr(rag.services, "split_text", lambda text, **kw: cuts.append(text) or real(text, **kw))
+    monkeypatch.setattr("ingestion.services.core.get_embedder", lambda: hashing_embedder)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post(client, payload(" ".join(["A sentence about hybrid retrieval."] * 100)))
+    assert response.status_code == 202, response.content
+    assert NotionDelivery.objects.get().status == NotionDelivery.Status.DONE
+    assert len(cuts) == 1 and Chunk.objects.count() > 1

@@ -99,7 +99,9 @@ def _page_form(page: Page, **changes) -> dict:
 
 
 @pytest.mark.django_db
-def test_admin_save_reindexes_after_commit_and_unpublish_hides(client, django_user_model, local_embedder, django_capture_on_commit_callbacks):
+def test_admin_save_reindexes_after_commit_and_unpublish_hides(
+    client, django_user_model, local_embedder, django_capture_on_commit_callbacks
+):
     client = _admin_client(client, django_user_model)
     _, _, sub = factories.course_tree()
     page = factories.page(sub)
@@ -131,7 +133,8 @@ def test_admin_pages_render(client, django_user_model):
     factories.imagimodel()
     IngestRun.objects.create(source="reindex", status=IngestRun.Status.RUNNING, types=["pages"], total=10, sources=4)
     for name in ("ingestion_page_changelist", "ingestion_ingestrun_changelist", "ingestion_imagimodel_changelist",
-                 "ingestion_notiondelivery_changelist", "ingestion_course_changelist", "ingestion_ingestrun_reindex"):  # fmt: skip
+                 "ingestion_notiondelivery_changelist", "ingestion_course_changelist",
+                 "ingestion_ingestrun_reindex"):  # fmt: skip
         response = client.get(reverse(f"admin:{name}"))
         assert response.status_code == 200, name
     runs = client.get(reverse("admin:ingestion_ingestrun_changelist")).content.decode()
@@ -140,7 +143,9 @@ def test_admin_pages_render(client, django_user_model):
 
 
 @pytest.mark.django_db
-def test_admin_reindex_page_queues_a_run(client, django_user_model, use_hashing_embedder, monkeypatch, django_capture_on_commit_callbacks):
+def test_admin_reindex_page_queues_a_run(
+    client, django_user_model, use_hashing_embedder, monkeypatch, django_capture_on_commit_callbacks
+):
     # hashing embedder: about the admin flow.
     client = _admin_client(client, django_user_model)
     _, _, sub = factories.course_tree()
@@ -158,7 +163,9 @@ def test_admin_save_triggers_reindex_in_a_real_worker(celery_worker_process, cli
     real local model, and the chunks appear."""
     client = _admin_client(client, django_user_model)
     _, _, sub = factories.course_tree()
-    page = factories.page(sub, blocks=[{"kind": ContentBlock.Kind.TEXT, "text": "Microtasks run before the next task."}])
+    page = factories.page(
+        sub, blocks=[{"kind": ContentBlock.Kind.TEXT, "text": "Microtasks run before the next task."}]
+    )
     assert not Chunk.objects.exists()
     response = client.post(reverse("admin:ingestion_page_change", args=[page.pk]), _page_form(page))
     assert response.status_code == 302

@@ -10,11 +10,14 @@ from django.core.management import CommandError, call_command
 
 from rag.evaluation import collection_name, mrr_at, ndcg_at, recall_at
 from rag.models import Chunk
+from tests.rag.factories import beir_folder
 
 pytestmark = pytest.mark.django_db
 
 CORPUS = {
-    "d1": ("Closures in JavaScript", "A closure keeps access to the variables of its outer function after it returned."),
+    "d1": (
+        "Closures in JavaScript", "A closure keeps access to the variables of its outer function after it returned."
+    ),
     "d2": ("Promises", "A promise stands for the eventual result of an asynchronous operation."),
     "d3": ("Mitochondria", "Mitochondria make most of the cell's ATP by oxidative phosphorylation."),
     "d4": ("Photosynthesis", "Chloroplasts turn light, water and carbon dioxide into sugar and oxygen."),
@@ -33,21 +36,9 @@ QUERIES = {
 
 @pytest.fixture
 def beir(tmp_path):
-    folder = tmp_path / "tiny-set"
-    (folder / "qrels").mkdir(parents=True)
-    with (folder / "corpus.jsonl").open("w") as fh:
-        for _id, (title, text) in CORPUS.items():
-            fh.write(json.dumps({"_id": _id, "title": title, "text": text}) + "\n")
-    with (folder / "queries.jsonl").open("w") as fh:
-        for _id, (text, _) in QUERIES.items():
-            fh.write(json.dumps({"_id": _id, "text": text}) + "\n")
-        fh.write(json.dumps({"_id": "unjudged", "text": "not in the qrels"}) + "\n")
-    with (folder / "qrels" / "test.tsv").open("w") as fh:
-        fh.write("query-id\tcorpus-id\tscore\n")
-        for _id, (_, rels) in QUERIES.items():
-            for doc_id, grade in rels.items():
-                fh.write(f"{_id}\t{doc_id}\t{grade}\n")
-    return folder
+    return beir_folder(
+        tmp_path / "tiny-set", corpus=CORPUS, queries=QUERIES, unjudged={"unjudged": "not in the qrels"}
+    )
 
 
 def run(*args) -> dict:

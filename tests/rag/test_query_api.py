@@ -7,7 +7,7 @@ from rest_framework.authtoken.models import Token
 
 from feedback.models import Interaction
 from rag.models import Project
-from tests.rag.search_factories import doc, load, topic_corpus
+from tests.rag.factories import doc, load, topic_corpus
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +21,10 @@ def corpus(local_embedder, user):
     load(
         [
             *topic_corpus(),
-            doc("plan", "Roadmap", "The secret roadmap moves closures to the advanced track.", visibility="restricted", project="team", collection="internal"),
+            doc(
+                "plan", "Roadmap", "The secret roadmap moves closures to the advanced track.",
+                visibility="restricted", project="team", collection="internal",
+            ),
         ],
         local_embedder,
     )
@@ -55,7 +58,10 @@ def test_answer_shape_and_interaction_log(client, user, corpus):
     assert len(body["results"]) == 3
     first = body["results"][0]
     assert first["chunk_uid"].startswith("course_content:page:closures:")
-    for key in ("title", "content", "url", "collection", "breadcrumb", "metadata", "vec_score", "txt_score", "score", "domain", "concepts"):
+    for key in (
+        "title", "content", "url", "collection", "breadcrumb", "metadata", "vec_score", "txt_score", "score",
+        "domain", "concepts",
+    ):
         assert key in first
     assert [r["score"] for r in body["results"]] == sorted((r["score"] for r in body["results"]), reverse=True)
     assert body["mode"] == "hybrid" and body["took_ms"] > 0
@@ -68,14 +74,21 @@ def test_answer_shape_and_interaction_log(client, user, corpus):
 def test_filters_are_applied_and_echoed(client, corpus):
     body = client.post(
         URL,
-        {"query": "state and effects", "domain": "react", "has_image": True, "collections": ["mnemonics"], "mode": "rrf", "top_k": 50},
+        {
+            "query": "state and effects", "domain": "react", "has_image": True, "collections": ["mnemonics"],
+            "mode": "rrf", "top_k": 50,
+        },
         format="json",
     ).json()
     assert {r["chunk_uid"].split(":")[2] for r in body["results"]} == {"hooks"}
     assert body["filters"] == {"collections": ["mnemonics"], "domain": "react", "has_image": True}
-    dated = client.post(URL, {"query": "index", "date_from": "2025-01-01", "date_to": "2025-12-31", "top_k": 50}, format="json").json()
+    dated = client.post(
+        URL, {"query": "index", "date_from": "2025-01-01", "date_to": "2025-12-31", "top_k": 50}, format="json"
+    ).json()
     assert {r["chunk_uid"].split(":")[2] for r in dated["results"]} == {"sql", "vectors"}
-    coded = client.post(URL, {"query": "index", "code": True, "concepts": ["indexes"], "top_k": 50}, format="json").json()
+    coded = client.post(
+        URL, {"query": "index", "code": True, "concepts": ["indexes"], "top_k": 50}, format="json"
+    ).json()
     assert {r["chunk_uid"].split(":")[2] for r in coded["results"]} == {"sql"}
 
 
@@ -88,7 +101,7 @@ def test_restricted_chunks_only_for_members(client, api_client, other_user, corp
     assert "internal" not in outsider["filters"]["collections"]
     # A collection that only holds hidden chunks is as unknown as one that does not exist.
     response = api_client.post(URL, {"query": "roadmap", "collections": ["internal"]}, format="json")
-    assert response.status_code == 400 and "internal" in str(response.json()["detail"])
+    assert response.status_code == 404 and "internal" in str(response.json()["detail"])
 
 
 @pytest.mark.parametrize(
@@ -122,7 +135,8 @@ def test_bad_input_is_a_400_that_names_the_field(client, corpus, payload, field)
 
 def test_unknown_collection_and_malformed_json(client, corpus):
     response = client.post(URL, {"query": "closures", "collections": ["course_content", "nope"]}, format="json")
-    assert response.status_code == 400 and "nope" in response.json()["detail"]
+    assert response.status_code == 404 and "nope" in response.json()["detail"]
+    assert response.json()["error"] == "unknown_collection"
     response = client.post(URL, data='{"query": "closures",', content_type="application/json")
     assert response.status_code == 400 and response.json()["error"] == "parse_error"
     response = client.post(URL, data='["closures"]', content_type="application/json")

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 
+import numpy as np
 import pytest
 
-from rag import term_stats
+from rag import term_stats, text_search
 from rag.acl import Scope
 from rag.models import Chunk
 from rag.search import MODES, SearchFilters, chunk_search, clean_query_text, known_collections
 from rag.services import source_delete, source_soft_delete
-from tests.rag.search_factories import doc, load, topic_corpus
+from tests.rag.factories import doc, load, topic_corpus
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("text_backend")]
 
 ALL = Scope.everything()
 
@@ -57,9 +58,13 @@ def test_hybrid_score_is_the_weighted_sum_of_both_halves(topics):
 
 def test_bm25_weighs_a_rare_word_above_repetitions_of_a_common_one(local_embedder):
     """ts_rank has no IDF: it prefers the page repeating 'system'. BM25 prefers the rare 'zeolite'."""
-    filler = [doc(f"f{i}", f"Note {i}", f"The system number {i} was checked by the team on day {i}.") for i in range(12)]
+    filler = [
+        doc(f"f{i}", f"Note {i}", f"The system number {i} was checked by the team on day {i}.") for i in range(12)
+    ]
     rare = doc("rare", "Catalysts", "A zeolite catalyst improves the cracking system of the refinery.")
-    common = doc("common", "Systems", "The system talks to another system; each system feeds a system log of the system.")
+    common = doc(
+        "common", "Systems", "The system talks to another system; each system feeds a system log of the system."
+    )
     load([*filler, rare, common], local_embedder)
     result = search("zeolite system", local_embedder, mode="fulltext", top_k=5)
     assert result.hits[0].source_id == "rare"
@@ -142,23 +147,42 @@ def test_query_cleaning_caps_terms():
     assert clean_query_text("C++ & (tsquery) | !syntax") == "c tsquery syntax"
 
 
-def test_filtered_search_still_returns_full_top_k(hashing_embedder):
+@pytest.mark.parametrize("exact_rows", [0, 2000], ids=["hnsw", "exact"])
+def test_filtered_search_still_returns_full_top_k(hashing_embedder, settings, exact_rows):
     """With a filter matching 60 of 600 chunks, a plain HNSW scan (ef_search rows, then filter)
     would return a handful; iterative index scans (or an exact scan) return all top_k rows.
+    ``KNOWHUB_VECTOR_EXACT_ROWS`` 0 keeps the HNSW order; 2000 makes search compute every
+    distance of so small a filter, so the page is exactly the nearest 50.
     Deterministic vectors: this is about the index plan, not embedding quality."""
+    settings.KNOWHUB_VECTOR_EXACT_ROWS = exact_rows
     docs = [
-        doc(f"d{i}", f"Doc {i}", f"Entry {i} about topic {i % 7} and item {i * 13 % 101}.", domain="rare" if i % 10 == 0 else "common")
+        doc(
+            f"d{i}", f"Doc {i}", f"Entry {i} about topic {i % 7} and item {i * 13 % 101}.",
+            domain="rare" if i % 10 == 0 else "common",
+        )
         for i in range(600)
     ]
     load(docs, hashing_embedder)
     # Whichever plan the planner picks (the HNSW index with iterative scans, or the domain index
     # and an exact sort of its 60 rows), the caller gets a full page of matching chunks.
-    result = search("topic 3 item", hashing_embedder, mode="vector", top_k=50, filters=SearchFilters(domain="rare"), candidates=50)
+    result = search(
+        "topic 3 item", hashing_embedder, mode="vector", top_k=50, filters=SearchFilters(domain="rare"), candidates=50
+    )
     assert len(result.hits) == 50
     assert {h.domain for h in result.hits} == {"rare"}
+    if exact_rows:
+        query = np.array(hashing_embedder.embed_query("topic 3 item"))
+        rare = {
+            c.source_id: float(np.dot(np.array(c.embedding), query))  # unit vectors: cosine
+            for c in Chunk.objects.filter(domain="rare")
+        }
+        nearest = sorted(rare, key=lambda sid: (-rare[sid], sid))[:50]
+        assert [h.source_id for h in result.hits] == nearest
 
 
-def test_term_stats_follow_upserts_updates_soft_and_hard_deletes(local_embedder):
+def test_term_stats_follow_upserts_updates_soft_and_hard_deletes(local_embedder, text_backend):
+    if text_backend != "sql":
+        pytest.skip("rag_term_stat is the SQL backend's; pg_textsearch does not maintain it")
     load(topic_corpus(), local_embedder)
     assert term_stats.drift() == 0
     changed = topic_corpus()
@@ -168,7 +192,9 @@ def test_term_stats_follow_upserts_updates_soft_and_hard_deletes(local_embedder)
     assert term_stats.drift() == 0
     source_soft_delete(collection="course_content", source_type="page", source_ids=["sql"])
     assert term_stats.drift() == 0
-    assert not search("B-tree index equality", local_embedder, mode="fulltext", filters=SearchFilters(source_type="page")).hits or all(
+    assert not search(
+        "B-tree index equality", local_embedder, mode="fulltext", filters=SearchFilters(source_type="page")
+    ).hits or all(
         h.source_id != "sql" for h in search("B-tree index equality", local_embedder, mode="fulltext").hits
     )
     load(topic_corpus(), local_embedder)  # the soft-deleted source comes back
@@ -182,9 +208,11 @@ def test_term_stats_follow_upserts_updates_soft_and_hard_deletes(local_embedder)
     assert term_stats.rebuild() > 0 and term_stats.drift() == 0
 
 
-def test_maxscore_pruning_returns_exactly_the_full_bm25_top_n(hashing_embedder, monkeypatch, settings):
+def test_maxscore_pruning_returns_exactly_the_full_bm25_top_n(hashing_embedder, monkeypatch, settings, text_backend):
     """Force the first pass down to the rarest lexeme: the top-n must equal scoring every match."""
-    import rag.search as search_module
+    if text_backend != "sql":
+        pytest.skip("MaxScore passes are the SQL backend's")
+    import rag.text_search as search_module  # the SQL backend's MaxScore lives here
 
     settings.KNOWHUB_BM25_MATCH_MAX_DF = 0  # exactness is the point here: no common-lexeme cut-off
 
@@ -216,7 +244,10 @@ def test_maxscore_pruning_returns_exactly_the_full_bm25_top_n(hashing_embedder, 
 def _common_word_corpus(embedder):
     """'cell' and 'membrane' in every filler chunk (far above 5 %), 'zeolite' in exactly one chunk."""
     filler = [
-        doc(f"c{i}", f"Cell note {i}", f"The cell membrane of sample {i} was stained; each cell was counted on day {i}.")
+        doc(
+            f"c{i}", f"Cell note {i}",
+            f"The cell membrane of sample {i} was stained; each cell was counted on day {i}.",
+        )
         for i in range(80)
     ]
     rare = doc("rare", "Catalysts", "A zeolite catalyst sits in the reactor cell of the refinery.")
@@ -224,10 +255,17 @@ def _common_word_corpus(embedder):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_common_word_is_scored_but_not_matched_and_the_rare_word_chunk_wins(local_embedder, monkeypatch, settings, mode):
-    """n = 3 keeps MaxScore's first-pass budget (20·n) below the 81 chunks holding 'cell'."""
-    import rag.search as search_module
+def test_common_word_is_scored_but_not_matched_and_the_rare_word_chunk_wins(
+    local_embedder, monkeypatch, settings, mode, text_backend
+):
+    """n = 3 keeps MaxScore's first-pass budget (20·n) below the 81 chunks holding 'cell'.
 
+    Only what is certain is asserted: the 80 filler chunks are near-duplicates, so which of them
+    the vector half (an approximate index) returns, and in which order, is not.
+    """
+    if text_backend != "sql":
+        pytest.skip("matching only rare lexemes is the SQL backend's MaxScore; pg_textsearch scores every match")
+    search_module = text_search
     _common_word_corpus(local_embedder)
     monkeypatch.setattr(search_module, "MAXSCORE_MIN_BUDGET", 1)
     settings.KNOWHUB_BM25_MATCH_MAX_DF = 0
@@ -243,19 +281,21 @@ def test_common_word_is_scored_but_not_matched_and_the_rare_word_chunk_wins(loca
 
     monkeypatch.setattr(search_module.TermWeights, "tsquery", spy)
     result = search("zeolite cell", local_embedder, mode=mode, top_k=3, candidates=3)
-    assert result.hits[0].source_id == exact.hits[0].source_id
-    if mode in ("hybrid", "fulltext"):  # the keyword half is what finds the rare word
-        assert result.hits[0].source_id == "rare"
+    if mode in ("hybrid", "fulltext"):  # the keyword half finds the rare word and it wins outright
+        assert result.hits[0].source_id == exact.hits[0].source_id == "rare"
+    if mode == "rrf":  # text rank 1: at most two fillers (in both lists) can fuse above it
+        assert "rare" in {h.source_id for h in result.hits}
     if mode != "vector":
         assert matched and all(lexemes == ["zeolit"] for lexemes in matched)  # 'cell' never matched...
         # ...but still scored: the rare chunk's text score counts both words, as in the exact run.
-        assert result.hits[0].txt_score == pytest.approx(exact.hits[0].txt_score)
-        assert result.hits[0].score == pytest.approx(exact.hits[0].score)
+        rare = next(h for h in result.hits if h.source_id == "rare")
+        rare_exact = next(h for h in exact.hits if h.source_id == "rare")
+        assert rare.txt_score == pytest.approx(rare_exact.txt_score)
 
 
 @pytest.mark.parametrize("mode", ["fulltext", "hybrid"])
 def test_query_of_only_common_words_still_returns_text_matches(local_embedder, monkeypatch, settings, mode):
-    import rag.search as search_module
+    import rag.text_search as search_module  # the SQL backend's MaxScore lives here (inert for pg_textsearch)
 
     _common_word_corpus(local_embedder)
     settings.KNOWHUB_BM25_MATCH_MAX_DF = 0.05
@@ -264,3 +304,199 @@ def test_query_of_only_common_words_still_returns_text_matches(local_embedder, m
     assert len(result.hits) == 3
     assert all("cell membrane" in h.content for h in result.hits)
     assert all(h.txt_score > 0 for h in result.hits)
+
+
+def test_an_updated_or_deleted_chunk_is_found_or_gone_at_once(local_embedder, text_backend):
+    """Upsert, soft delete, hard delete: the keyword index answers the next query correctly."""
+    load(topic_corpus(), local_embedder)
+    assert not search("zeolite", local_embedder, mode="fulltext").hits
+    changed = topic_corpus()
+    changed[0].units[0].content = "Closures now talk about a zeolite catalyst."
+    load(changed, local_embedder)
+    hits = search("zeolite", local_embedder, mode="fulltext").hits
+    assert [h.source_id for h in hits] == [changed[0].source_id]
+    assert "zeolite" in hits[0].content
+    # The old wording is gone from the index's answers for that chunk.
+    assert all("zeolite" in h.content for h in search("zeolite closures", local_embedder, mode="fulltext").hits
+               if h.source_id == changed[0].source_id)  # fmt: skip
+    source_soft_delete(
+        collection=changed[0].collection, source_type=changed[0].source_type, source_ids=[changed[0].source_id]
+    )
+    assert not search("zeolite", local_embedder, mode="fulltext").hits
+    assert all(
+        h.source_id != changed[0].source_id for h in search("zeolite catalyst", local_embedder, mode="hybrid").hits
+    )
+    load(changed, local_embedder)  # back again
+    assert [h.source_id for h in search("zeolite", local_embedder, mode="fulltext").hits] == [changed[0].source_id]
+    source_delete(
+        collection=changed[0].collection, source_type=changed[0].source_type, source_ids=[changed[0].source_id]
+    )
+    assert not search("zeolite", local_embedder, mode="fulltext").hits
+
+
+def test_known_collections_follow_deletes_on_both_backends(local_embedder, text_backend):
+    load(topic_corpus(), local_embedder)
+    assert known_collections(ALL) == ["course_content", "mnemonics"]
+    source_delete(collection="mnemonics", source_type="page", source_ids=["hooks", "vectors"])
+    assert known_collections(ALL) == ["course_content"]
+
+
+def test_pg_textsearch_plans_agree_and_a_selective_filter_is_applied_first(hashing_embedder, text_backend, settings):
+    """Both pg_textsearch plans return the same top-n; the selectivity rule picks filter-first for
+    a 2 % filter and the index walk for none; the selective page is full. Deterministic vectors:
+    this is about the keyword plans."""
+    if text_backend != "pg_textsearch":
+        pytest.skip("plan choice is pg_textsearch's")
+    from django.db import connection
+
+    from rag.search import filter_sql
+
+    # Rows of earlier tests' rolled-back transactions stay in the bm25 index until a VACUUM and
+    # skew its statistics (and the walk's order) against the score computed per row; TRUNCATE
+    # (undone with this test's transaction) gives the index a new, empty file.
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE rag_chunk CASCADE")
+    docs = [
+        doc(
+            f"d{i}", f"Doc {i}", f"Entry {i} about topic {i % 7} and item {i * 13 % 101}.",
+            domain="rare" if i % 50 == 0 else "common",
+        )
+        for i in range(600)
+    ]
+    load(docs, hashing_embedder)
+    settings.KNOWHUB_TEXT_FILTER_FIRST_ROWS = 0
+    settings.KNOWHUB_TEXT_FILTER_FIRST_FRACTION = 0.05
+    backend = text_search.active_backend()
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE rag_chunk")  # the rule reads the planner's estimate
+        for filters, selective in [(SearchFilters(domain="rare"), True), (SearchFilters(), False)]:
+            where, params = filter_sql(filters, ALL)
+            tq = backend.prepare(cursor, query="topic 3 item 42", filters=filters, scope=ALL)
+            assert backend.filter_first(cursor, where=where, params={**params, **tq.params}) is selective
+            plans = {
+                plan: backend.candidates(cursor, tq, where=where, params={**params, **tq.params}, n=10, plan=plan)
+                for plan in ("filter_first", "index_order")
+            }
+            assert len(plans["filter_first"]) == 10
+            # Filter-first scores from tsv, the walk reads the index's own score: float4 apart.
+            first, walk = ([score for _, score in plans[p]] for p in ("filter_first", "index_order"))
+            assert first == pytest.approx(walk, rel=1e-5)
+    result = search("topic item", hashing_embedder, mode="fulltext", top_k=12, filters=SearchFilters(domain="rare"))
+    assert len(result.hits) == 12 and {h.domain for h in result.hits} == {"rare"}
+
+
+def _pg_textsearch_only(text_backend):
+    if text_backend != "pg_textsearch":
+        pytest.skip("pg_textsearch's scoring")
+
+
+def test_pg_textsearch_scores_from_tsv_equal_the_operator(hashing_embedder, text_backend):
+    """The per-row score read from ``tsv`` with the index's weights (vector-side rows, filter-first
+    survivors) is the ``<@>`` operator's: long rows (stored length rounded like the index does),
+    a word repeated in the query, title and content words. A lexeme no one-word document yields
+    falls back to the operator."""
+    _pg_textsearch_only(text_backend)
+    from django.db import connection
+
+    # Dead rows of earlier tests' rolled-back transactions stay in the bm25 index until a VACUUM,
+    # and there the operator no longer agrees with itself (its index walk and its per-row path
+    # differ): compare on a fresh index file, which TRUNCATE (undone with this test) gives.
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE rag_chunk CASCADE")
+    long_text = " ".join(f"word{i} closure" if i % 7 == 0 else f"filler{i}" for i in range(180))
+    docs = [
+        doc("short", "Closures", "A closure keeps the variables of its outer function."),
+        doc("long", "Long page about closures", long_text),
+        doc("medium", "Scopes", " ".join(["variable scope rules"] * 20) + " closure"),
+        *[doc(f"n{i}", f"Note {i}", f"Functions and variables, part {i}.") for i in range(20)],
+    ]
+    load(docs, hashing_embedder)
+    backend = text_search.active_backend()
+    with connection.cursor() as cursor:
+        for query in ["closure variables closures", "outer function closure scope", "zzznomatch closure"]:
+            tq = backend.prepare(cursor, query=query, filters=SearchFilters(), scope=ALL)
+            assert tq.params["bm25_exact"]
+            cursor.execute(
+                f"SELECT c.title, {backend.score_sql('c')}, "
+                "-(c.search_text <@> to_bm25query(%(bm25q)s, %(bm25index)s)) "
+                "FROM rag_chunk c WHERE c.tsv @@ %(tsq)s::tsquery",
+                tq.params,
+            )
+            rows = cursor.fetchall()
+            assert len(rows) >= 3
+            for title, from_tsv, operator in rows:
+                assert from_tsv == pytest.approx(operator, rel=1e-5), (query, title)
+        tq = backend.prepare(cursor, query="closure foo_bar", filters=SearchFilters(), scope=ALL)
+        tq.params["bm25_exact"] = False  # what a lexeme no one-word document yields makes it
+        cursor.execute(
+            f"SELECT {backend.score_sql('c')}, -(c.search_text <@> to_bm25query(%(bm25q)s, %(bm25index)s)) "
+            "FROM rag_chunk c WHERE c.tsv @@ %(tsq)s::tsquery",
+            tq.params,
+        )
+        rows = cursor.fetchall()
+        assert rows and all(score == operator > 0 for score, operator in rows)
+
+
+def test_pg_textsearch_ordered_candidates_without_the_bm25_index_scan_are_scored_per_row(
+    hashing_embedder, text_backend
+):
+    """The walk reads each row's score from the bm25 index scan; when the planner picks another
+    plan there is no such score, and the rows are scored with the operator instead."""
+    _pg_textsearch_only(text_backend)
+    from django.db import connection
+
+    from rag.search import filter_sql
+
+    with connection.cursor() as cursor:  # a fresh bm25 index file (see the plan test above)
+        cursor.execute("TRUNCATE rag_chunk CASCADE")
+    load(
+        [doc(f"d{i}", f"Doc {i}", f"Entry {i} about topic {i % 5} and item {i * 7 % 31}.") for i in range(60)],
+        hashing_embedder,
+    )
+    backend = text_search.active_backend()
+    where, params = filter_sql(SearchFilters(), ALL)
+    with connection.cursor() as cursor:
+        tq = backend.prepare(cursor, query="topic 3 item", filters=SearchFilters(), scope=ALL)
+        p = {**params, **tq.params}
+        walked = backend.candidates(cursor, tq, where=where, params=p, n=8, plan="index_order")
+        cursor.execute("SET LOCAL enable_indexscan = off")
+        sorted_ = backend.candidates(cursor, tq, where=where, params=p, n=8, plan="index_order")
+        cursor.execute("RESET enable_indexscan")
+        cursor.execute(
+            "SELECT c.id, -(c.search_text <@> to_bm25query(%(bm25q)s, %(bm25index)s)) "
+            "FROM rag_chunk c WHERE c.id = ANY(%(ids)s)",
+            {**tq.params, "ids": [i for i, _ in sorted_]},
+        )
+        operator = dict(cursor.fetchall())
+    assert len(walked) == 8 and all(score > 0 for _, score in walked)
+    # Without the scan's score the rows get the operator's, best first (not the helper's 0).
+    assert len(sorted_) == 8 and [s for _, s in sorted_] == sorted((s for _, s in sorted_), reverse=True)
+    assert all(score > 0 and score == pytest.approx(operator[i], rel=1e-6) for i, score in sorted_), (sorted_, operator)
+
+
+def test_pg_textsearch_filter_estimates_are_cached_until_reset(hashing_embedder, text_backend, settings):
+    _pg_textsearch_only(text_backend)
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from rag.search import filter_sql
+
+    load([doc(f"d{i}", f"Doc {i}", f"Entry {i} about topic {i % 5}.") for i in range(30)], hashing_embedder)
+    backend = text_search.active_backend()
+    where, params = filter_sql(SearchFilters(domain="rare"), ALL)
+    other_where, other = filter_sql(SearchFilters(domain="other"), ALL)
+    with connection.cursor() as cursor:
+        tq = backend.prepare(cursor, query="topic", filters=SearchFilters(), scope=ALL)
+    p = {**params, **tq.params}
+
+    def statements(where, params):
+        with CaptureQueriesContext(connection) as ctx, connection.cursor() as cursor:
+            backend.filter_first(cursor, where=where, params=params)
+        return len(ctx)
+
+    first = statements(where, p)
+    assert first >= 1
+    assert statements(where, p) == 0
+    assert statements(other_where, {**other, **tq.params}) == first  # another filter value: planned anew
+    text_search.reset()
+    assert statements(where, p) == first

@@ -114,3 +114,60 @@ def test_soft_deleted_source_comes_back_on_resync(hashing_embedder):
     result = chunk_upsert(documents=[doc()], embedder=hashing_embedder)
     assert result.embedded == 0 and result.updated == n
     assert not Chunk.objects.filter(deleted_at__isnull=False).exists()
+
+
+def _stored() -> dict:
+    """Everything an upsert may write: chunk rows (with vectors), history, BM25 term stats."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM rag_term_stat ORDER BY 1, 2, 3, 4, 5")
+        stats = cursor.fetchall()
+    chunks = {c["chunk_uid"]: c for c in Chunk.objects.values()}
+    for row in chunks.values():
+        row["embedding"] = list(row["embedding"])
+    return {"chunks": chunks, "history": ChunkHistory.objects.count(), "term_stats": stats}
+
+
+@pytest.mark.parametrize("text_backend", ["sql"], indirect=True)
+def test_a_dry_run_counts_what_the_real_run_then_does_and_writes_nothing(hashing_embedder, text_backend):
+    from rag.services import source_soft_delete
+
+    def shrunk(**kw):
+        return doc("Now a single short paragraph about closures.", **kw)
+
+    steps = [
+        [doc(), doc(source_id="page-2"), doc(source_id="page-3")],  # all new
+        [doc(), doc(source_id="page-2"), doc(source_id="page-3")],  # all unchanged
+        [
+            doc(LONG.replace("Sentence number 3 ", "Sentence number three ")),  # one chunk re-embedded
+            shrunk(source_id="page-2"),  # surplus chunks deleted
+            doc(source_id="page-3"),
+            doc(LONG, source_id="page-4"),  # same texts as another source: embedded once per text
+        ],
+    ]
+    steps[2][2].units[0].concepts = ["closures"]  # metadata only: updated, not re-embedded
+    for documents in steps:
+        before = _stored()
+        dry = chunk_upsert(documents=documents, embedder=hashing_embedder, dry_run=True)
+        assert hashing_embedder.calls == [] and _stored() == before
+        real = chunk_upsert(documents=documents, embedder=hashing_embedder)
+        hashing_embedder.calls.clear()
+        assert dry.as_dict() == real.as_dict()
+    assert min(dry.created, dry.updated, dry.deleted, dry.embedded) > 0
+
+    source_soft_delete(collection="course_content", source_type="page", source_ids=["page-1"])
+    before = _stored()
+    dry = chunk_upsert(documents=[doc()], embedder=hashing_embedder, dry_run=True)
+    assert _stored() == before
+    assert dry.as_dict() == chunk_upsert(documents=[doc()], embedder=hashing_embedder).as_dict()
+    assert dry.updated > 0
+
+    from tests.conftest import HashingEmbedder
+
+    other = HashingEmbedder(name="test:other")  # another model: everything is re-embedded
+    before = _stored()
+    dry = chunk_upsert(documents=[doc()], embedder=other, dry_run=True)
+    assert other.calls == [] and _stored() == before
+    assert dry.as_dict() == chunk_upsert(documents=[doc()], embedder=other).as_dict()
+    assert dry.embedded == dry.updated > 0

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 def good_answers(session) -> list[str]:
     """What a learner who knows the topic would type, step by step, for the offline guide."""
+    from sessions.guide import OfflineGuide
+
     topic, state = session.topic_pack, session.state
-    out = []
+    out, legend = [], []
     for entity in topic["entities"]:
-        symbol = state["suggestions"][entity["name"]][0]
+        # The best fit still free, as the guide offers it once earlier ideas took their symbols.
+        symbol = OfflineGuide.candidates(state, entity, legend)[0]
+        legend.append({"entity": entity["name"], "symbol": symbol})
         out.append(f"{symbol} — it is like this: {entity['gist']}")
     out.append(topic["truths"][0])
     out += [f"False. {m['correction']}" for m in topic["misconceptions"]]

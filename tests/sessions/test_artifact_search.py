@@ -10,6 +10,8 @@ from rag.acl import Scope, user_hash
 from rag.models import Chunk
 from rag.search import SearchFilters, chunk_search
 from sessions import services
+from sessions.models import LearningSession
+from tests.conftest import wait_for
 from tests.sessions.factories import good_answers, play
 
 pytestmark = pytest.mark.django_db
@@ -28,7 +30,10 @@ QUERY = "my kitchen metaphor for JavaScript closures"
 
 
 def _artifact_hits(user, local_embedder, **kw):
-    result = chunk_search(query=QUERY, scope=Scope.for_user(user), filters=SearchFilters(**kw), top_k=8, dedupe=True, embedder=local_embedder)
+    result = chunk_search(
+        query=QUERY, scope=Scope.for_user(user), filters=SearchFilters(**kw), top_k=8, dedupe=True,
+        embedder=local_embedder,
+    )
     return [h for h in result.hits if h.collection == "user_sessions"]
 
 
@@ -63,7 +68,7 @@ def test_learner_finds_the_artifact_and_nobody_else_does(finished, user, other_u
     assert [h.source_id for h in _artifact_hits(staff_user, local_embedder)] == [str(finished.pk)]
 
 
-def test_indexing_failure_leaves_the_session_finished_and_finish_retries(learning_content, user, local_embedder):
+def _broken(local_embedder):
     class BrokenEmbedder:
         name = local_embedder.name
         dims = local_embedder.dims
@@ -74,13 +79,31 @@ def test_indexing_failure_leaves_the_session_finished_and_finish_retries(learnin
         def embed_query(self, text):
             return local_embedder.embed_query(text)
 
+    return BrokenEmbedder()
+
+
+def test_indexing_failure_leaves_the_session_finished_and_finish_retries(learning_content, user, local_embedder):
     session = services.session_start(user=user, realm="kitchen", llm=None, embedder=local_embedder).session
-    result = services.session_finish(session=session, user=user, llm=None, embedder=BrokenEmbedder())
+    result = services.session_finish(session=session, user=user, llm=None, embedder=_broken(local_embedder))
     assert session.status == "finished" and result.indexed is False and session.indexed_at is None
     assert not Chunk.objects.filter(collection="user_sessions", source_id=str(session.pk)).exists()
     again = services.session_finish(session=session, user=user, llm=None, embedder=local_embedder)
     assert again.already_finished and again.indexed
     assert Chunk.objects.filter(collection="user_sessions", source_id=str(session.pk)).exists()
+
+
+@pytest.mark.worker
+def test_failed_indexing_is_retried_by_a_real_worker(celery_worker_process, learning_content, user, local_embedder):
+    """Finishing commits; the failed indexing goes to the worker, which indexes the artifact with
+    the configured provider, without the learner finishing again."""
+    session = services.session_start(user=user, realm="kitchen", llm=None, embedder=local_embedder).session
+    result = services.session_finish(session=session, user=user, llm=None, embedder=_broken(local_embedder))
+    assert result.indexed is False
+
+    indexed_at = wait_for(lambda: LearningSession.objects.get(pk=session.pk).indexed_at, timeout=120)
+    assert indexed_at is not None, celery_worker_process.log_path.read_text()[-3000:]
+    assert Chunk.objects.filter(collection="user_sessions", source_id=str(session.pk)).exists()
+    assert "session_artifact_index_task" in celery_worker_process.log_path.read_text()
 
 
 def test_rag_query_api_respects_the_artifact_acl(finished, user, other_user, api_client):
@@ -98,4 +121,4 @@ def test_rag_query_api_respects_the_artifact_acl(finished, user, other_user, api
     assert all(h["collection"] != "user_sessions" for h in res.json()["results"])
     # The collection is not one this user may see: refused like any unknown collection.
     res = api_client.post("/rag/query", {"query": QUERY, "collections": ["user_sessions"]}, format="json")
-    assert res.status_code == 400
+    assert res.status_code == 404

@@ -4,44 +4,28 @@ offline guide, finish, read the summary."""
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from sessions.models import LearningSession
+from tests.browser import chromium_installed, headless_chromium
 from tests.sessions.factories import good_answers
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-
 
 @pytest.fixture
 def browser():
-    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-        pytest.skip("headless browser test needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="knowhub-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=390,844",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_window_size(390, 844)
-    try:
+    if not chromium_installed():
+        pytest.skip(
+            "headless browser test needs Debian's chromium and chromium-driver "
+            "(apt-get install chromium chromium-driver)"
+        )
+    pytest.importorskip("selenium.webdriver")
+    with headless_chromium(width=390, height=844, extra_flags=("--disable-dev-shm-usage",)) as driver:
+        driver.set_window_size(390, 844)
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _shot(driver, tmp_path, name):
@@ -49,6 +33,36 @@ def _shot(driver, tmp_path, name):
     folder = Path(os.environ.get("KNOWHUB_SCREENSHOT_DIR") or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)
     driver.save_screenshot(str(folder / f"{name}.png"))
+
+
+def _assert_send_in_view(driver):
+    from selenium.webdriver.common.by import By
+
+    rect = driver.execute_script(
+        "return arguments[0].getBoundingClientRect().toJSON()", driver.find_element(By.ID, "send")
+    )
+    height = driver.execute_script("return window.innerHeight")
+    assert rect["top"] >= 0 and rect["bottom"] <= height, (rect, height)
+
+
+def _assert_phone_layout(driver):
+    """Send in view, one scroller (the page), a one-row header, nothing sideways."""
+    _assert_send_in_view(driver)
+    nested = driver.execute_script(
+        """return [...document.querySelectorAll('main *')].filter(el => {
+             const oy = getComputedStyle(el).overflowY;
+             return (oy === 'auto' || oy === 'scroll') && el.tagName !== 'TEXTAREA'
+                 && el.scrollHeight > el.clientHeight + 1;
+           }).map(el => el.tagName + '#' + el.id + '.' + el.className);"""
+    )
+    assert nested == [], f"scroll boxes inside the scrolling page: {nested}"
+    tops = driver.execute_script(
+        "return [...document.querySelectorAll('header.site > *')]"
+        ".map(el => Math.round(el.getBoundingClientRect().top + el.getBoundingClientRect().height / 2))"
+    )
+    assert max(tops) - min(tops) <= 4, f"the header wraps: {tops}"
+    assert driver.execute_script("return document.querySelector('header.site').getBoundingClientRect().height") < 60
+    assert driver.execute_script("return document.documentElement.scrollWidth") <= 390
 
 
 def test_learner_flow_in_a_phone_sized_browser(browser, live_server, learning_content, user, tmp_path):
@@ -59,7 +73,7 @@ def test_learner_flow_in_a_phone_sized_browser(browser, live_server, learning_co
     wait = WebDriverWait(browser, 60)
 
     def replies_done(n):
-        return lambda d: len(d.find_elements(By.CSS_SELECTOR, "#chat .bubble.assistant:not(.pending)")) >= n
+        return lambda d: len(d.find_elements(By.CSS_SELECTOR, "#chat .turn.assistant:not(.pending)")) >= n
 
     browser.get(f"{live_server.url}/learn/")
     assert "/learn/login/" in browser.current_url
@@ -74,6 +88,10 @@ def test_learner_flow_in_a_phone_sized_browser(browser, live_server, learning_co
     realm.find_element(By.CSS_SELECTOR, "button.primary").click()
 
     wait.until(lambda d: d.find_elements(By.ID, "composer"))
+    _assert_phone_layout(browser)
+    _shot(browser, tmp_path, "1b-session-start")
+    opening = browser.find_elements(By.CSS_SELECTOR, "#chat .turn.assistant")[0]
+    assert len(opening.find_elements(By.CSS_SELECTOR, ".bubble")) >= 4, "the opening comes in readable parts"
     session = LearningSession.objects.get(user=user)
     answers = good_answers(session)
     box = browser.find_element(By.ID, "message")
@@ -84,9 +102,16 @@ def test_learner_flow_in_a_phone_sized_browser(browser, live_server, learning_co
         if i < len(session.topic_pack["entities"]):
             rows = browser.find_elements(By.CSS_SELECTOR, "#legend tr:not(.empty-row)")
             assert len(rows) == i + 1, "the legend grows as ideas are mapped"
+        _assert_send_in_view(browser)
         if i == 6:
             _shot(browser, tmp_path, "2-session")
-    last = browser.find_elements(By.CSS_SELECTOR, "#chat .bubble.assistant")[-1].text
+        if i == len(answers) - len(session.topic_pack["tests"]) - 1:
+            # The first test question's code is a block that keeps its lines.
+            code = browser.find_elements(By.CSS_SELECTOR, "#chat pre.code")[-1]
+            lines = code.text.splitlines()
+            assert lines[:2] == ["function makeCounter() {", "  let n = 0;"], lines
+            _shot(browser, tmp_path, "2b-test-code")
+    last = browser.find_elements(By.CSS_SELECTOR, "#chat .turn.assistant")[-1].text
     assert "Press Finish" in last
     assert browser.find_element(By.CSS_SELECTOR, "#phases li.current").text == "Done"
     assert browser.execute_script("return document.documentElement.scrollWidth") <= 390

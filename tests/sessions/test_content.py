@@ -66,7 +66,8 @@ def test_import_of_a_custom_folder_with_realm_restricted_topic(tmp_path):
     (tmp_path / "realms").mkdir()
     (tmp_path / "topics").mkdir()
     (tmp_path / "realms" / "space.json").write_text(json.dumps({
-        "slug": "space", "name": "Space Station", "symbols": [{"name": "Airlock", "meaning": "a passage between two pressures"}],
+        "slug": "space", "name": "Space Station",
+        "symbols": [{"name": "Airlock", "meaning": "a passage between two pressures"}],
     }))
     (tmp_path / "topics" / "t.json").write_text(json.dumps({
         "slug": "space-only", "title": "Only in space", "domain": "misc", "realms": ["space"],
@@ -81,13 +82,18 @@ def test_import_of_a_custom_folder_with_realm_restricted_topic(tmp_path):
 @pytest.mark.parametrize(
     ("payload", "message"),
     [
-        ({"slug": "x", "title": "X", "domain": "d", "entities": [], "truths": ["t"], "misconceptions": [], "tests": [{"question": "q", "expected": "e"}]}, "entities"),
-        ({"slug": "x", "title": "X", "domain": "d", "entities": [{"name": "A", "description": "a"}], "truths": ["t"], "misconceptions": [], "tests": [{"question": "q"}]}, "expected"),
-        ({"slug": "x", "title": "X", "domain": "d", "entities": [{"name": "A", "description": "a"}], "truths": ["t"], "misconceptions": [], "tests": [{"question": "q", "expected": "e"}], "realms": ["nowhere"]}, "unknown realm"),
+        ({"slug": "x", "title": "X", "domain": "d", "entities": [], "truths": ["t"], "misconceptions": [],
+          "tests": [{"question": "q", "expected": "e"}]}, "entities"),
+        ({"slug": "x", "title": "X", "domain": "d", "entities": [{"name": "A", "description": "a"}], "truths": ["t"],
+          "misconceptions": [], "tests": [{"question": "q"}]}, "expected"),
+        ({"slug": "x", "title": "X", "domain": "d", "entities": [{"name": "A", "description": "a"}], "truths": ["t"],
+          "misconceptions": [], "tests": [{"question": "q", "expected": "e"}], "realms": ["nowhere"]},
+         "unknown realm"),
     ],
 )
 def test_invalid_files_import_nothing(tmp_path, payload, message):
-    good = {"slug": "fine", "title": "Fine", "domain": "d", "entities": [{"name": "A", "description": "a"}], "truths": ["t"], "misconceptions": [], "tests": [{"question": "q", "expected": "e"}]}
+    good = {"slug": "fine", "title": "Fine", "domain": "d", "entities": [{"name": "A", "description": "a"}],
+            "truths": ["t"], "misconceptions": [], "tests": [{"question": "q", "expected": "e"}]}
     (tmp_path / "a.json").write_text(json.dumps(good))
     (tmp_path / "b.json").write_text(json.dumps(payload))
     with pytest.raises(ContentError, match=message):

@@ -79,7 +79,9 @@ def test_finishing_twice_is_harmless_and_finished_sessions_are_read_only(learnin
     session = LearningSession.objects.get(pk=sid)
     _walk(api_client, sid, good_answers(session)[:3])  # finish early: two ideas unmapped
     first = api_client.post(f"/sessions/{sid}/finish", format="json").json()
-    chunks = list(Chunk.objects.filter(collection="user_sessions", source_id=str(sid)).values_list("chunk_uid", "updated_at"))
+    chunks = list(
+        Chunk.objects.filter(collection="user_sessions", source_id=str(sid)).values_list("chunk_uid", "updated_at")
+    )
     events = SessionEvent.objects.filter(session_id=sid).count()
     assert chunks and "Still without a symbol" in first["script"]
 
@@ -87,13 +89,17 @@ def test_finishing_twice_is_harmless_and_finished_sessions_are_read_only(learnin
     assert second.status_code == 200
     assert second.json()["already_finished"] is True
     assert second.json()["score"] == first["score"] and second.json()["script"] == first["script"]
-    assert list(Chunk.objects.filter(collection="user_sessions", source_id=str(sid)).values_list("chunk_uid", "updated_at")) == chunks
+    assert list(
+        Chunk.objects.filter(collection="user_sessions", source_id=str(sid)).values_list("chunk_uid", "updated_at")
+    ) == chunks
     assert SessionEvent.objects.filter(session_id=sid).count() == events
     assert SessionProgress.objects.filter(user=user).count() == 1
 
     res = api_client.post(f"/sessions/{sid}/chat", {"message": "one more"}, format="json")
     assert res.status_code == 409 and res.json()["error"] == "session_finished"
-    res = api_client.post(f"/sessions/{sid}/chat/stream", {"message": "one more"}, format="json", HTTP_ACCEPT="text/event-stream")
+    res = api_client.post(
+        f"/sessions/{sid}/chat/stream", {"message": "one more"}, format="json", HTTP_ACCEPT="text/event-stream"
+    )
     assert res.status_code == 409 and b"session_finished" in res.content
     assert SessionEvent.objects.filter(session_id=sid).count() == events
 
@@ -111,7 +117,9 @@ def test_resume_over_the_api(learning_content, user, api_client):
 def test_stream_endpoint_sends_deltas_then_done(learning_content, user, api_client):
     api_client.force_authenticate(user)
     sid = api_client.post("/sessions/start", {"realm": "fantasy"}, format="json").json()["id"]
-    res = api_client.post(f"/sessions/{sid}/chat/stream", {"message": "suggest"}, format="json", HTTP_ACCEPT="text/event-stream")
+    res = api_client.post(
+        f"/sessions/{sid}/chat/stream", {"message": "suggest"}, format="json", HTTP_ACCEPT="text/event-stream"
+    )
     assert res.status_code == 200 and res["Content-Type"] == "text/event-stream"
     body = b"".join(res.streaming_content).decode()
     kinds = [line.split(": ", 1)[1] for line in body.splitlines() if line.startswith("event: ")]
@@ -125,8 +133,8 @@ def test_stream_endpoint_sends_deltas_then_done(learning_content, user, api_clie
     [
         ("/sessions/start", {"realm": "fantasy", "extra": 1}, 400),
         ("/sessions/start", {}, 400),
-        ("/sessions/start", {"realm": "atlantis"}, 400),
-        ("/sessions/start", {"realm": "fantasy", "topic": "nope"}, 400),
+        ("/sessions/start", {"realm": "atlantis"}, 404),  # no such realm: a name, like any id
+        ("/sessions/start", {"realm": "fantasy", "topic": "nope"}, 404),
         ("/sessions/{id}/chat", {"message": ""}, 400),
         ("/sessions/{id}/chat", {"message": "x" * 4001}, 400),
         ("/sessions/{id}/chat", {"msg": "hello"}, 400),

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from sessions.content import DATA_DIR
-from sessions.guide import OfflineGuide, keyword_hit, score_answer
+from sessions.guide import OfflineGuide, cosine, keyword_hit, score_answer
+from sessions.templatetags.session_text import split_parts
 
 
 @pytest.fixture(scope="module")
@@ -27,23 +28,98 @@ def _start(guide, pack):
     return guide.initial_state(topic=topic, realm=realm), []
 
 
-def test_suggestions_offer_distinct_first_candidates_from_the_realm(guide, pack):
+def test_suggestions_are_ranked_by_fit_and_skip_symbols_already_used(guide, pack, local_embedder):
     topic, realm = pack
     state, _ = _start(guide, pack)
     names = {s["name"] for s in realm["symbols"]}
-    firsts = [state["suggestions"][e["name"]][0] for e in topic["entities"]]
-    assert len(set(firsts)) == len(firsts)
-    assert all(set(v) <= names and len(v) == 3 for v in state["suggestions"].values())
+    meanings = {s["name"]: s["meaning"] for s in realm["symbols"]}
+    for entity in topic["entities"]:
+        ranked = state["suggestions"][entity["name"]]
+        assert set(ranked) <= names and len(ranked) >= 3
+        vecs = local_embedder.embed_documents([entity["gist"], *(meanings[s] for s in ranked)])
+        sims = [cosine(vecs[0], v) for v in vecs[1:]]
+        assert sims == sorted(sims, reverse=True), (entity["name"], ranked)
     # The gist "carries its birthplace along wherever it goes" should find the Lantern.
-    assert "Lantern" in state["suggestions"]["Closure"]
+    assert "Lantern" in state["suggestions"]["Closure"][:3]
+    # A symbol in the legend is never offered again; the next best fit takes its place.
+    first = topic["entities"][0]
+    taken = state["suggestions"][first["name"]][0]
+    for entity in topic["entities"]:
+        offered = guide.candidates(state, entity, [{"entity": first["name"], "symbol": taken}])
+        assert taken not in offered and len(offered) == 3
+
+
+def test_prompt_lists_suggestions_best_first_in_its_own_part(guide, pack):
+    topic, realm = pack
+    state, _ = _start(guide, pack)
+    opening = guide.opening(topic=topic, realm=realm, state=state)
+    parts = split_parts(opening)
+    assert len(parts) >= 4, "welcome, plan, idea and suggestions are separate bubbles"
+    best = state["suggestions"]["Function"][0]
+    assert f"1. {best} — " in opening
+
+
+@pytest.mark.parametrize("realm_slug", ["kitchen", "fantasy"])
+def test_guide_never_criticises_a_symbol_it_proposed(local_embedder, realm_slug):
+    """Taking every suggestion ("suggest", or naming the first candidate with a thin reason)
+    gets an explanation of the link, never a doubt about it."""
+    guide = OfflineGuide(embedder=local_embedder)
+    topic = json.loads((DATA_DIR / "topics" / "js-closures.json").read_text())
+    realm = json.loads((DATA_DIR / "realms" / f"{realm_slug}.json").read_text())
+    for style in ("suggest", "named"):
+        state, legend = guide.initial_state(topic=topic, realm=realm), []
+        for entity in topic["entities"]:
+            pick = guide.candidates(state, entity, legend)[0]
+            message = "suggest" if style == "suggest" else f"{pick} — it just seems right to me somehow"
+            step = guide.step(topic=topic, realm=realm, state=state, legend=legend, message=message)
+            assert step.data["kind"] == "mapped" and step.data["source"] == "suggested", step.text
+            assert step.legend[-1]["symbol"] == pick
+            head = split_parts(step.text)[0][0]["text"]
+            assert "Why it fits" in head, head
+            for doubt in ("unusual", "make sure", "not a good", "odd", "weak"):
+                assert doubt not in head.lower(), head
+            state, legend = step.state, step.legend
+
+
+def test_learners_own_symbol_is_accepted_and_explained(guide, pack):
+    topic, realm = pack
+    state, legend = _start(guide, pack)
+    step = guide.step(
+        topic=topic, realm=realm, state=state, legend=legend,
+        message="Recipe book — it is a set of steps someone follows when asked",
+    )
+    assert step.data["kind"] == "mapped" and step.data["source"] == "own"
+    assert step.legend[0]["symbol"] == "Recipe Book"
+    head = split_parts(step.text)[0][0]["text"]
+    assert "Your own symbol" in head and "unusual" not in head.lower()
+
+
+def test_test_code_keeps_its_lines(guide, pack):
+    topic, realm = pack
+    state = dict(_start(guide, pack)[0], phase="tests", test_idx=0)
+    prompt = guide.current_prompt(topic, realm, state, [])
+    parts = split_parts(prompt)
+    code = [seg for part in parts for seg in part if seg["code"]]
+    assert code and code[0]["text"].splitlines()[:3] == [
+        "function makeCounter() {", "  let n = 0;", "  return () => ++n;"
+    ]
 
 
 def test_symbol_with_reason_is_mapped_and_legend_grows(guide, pack):
     topic, realm = pack
     state, legend = _start(guide, pack)
-    step = guide.step(topic=topic, realm=realm, state=state, legend=legend, message="The Wizard, because it does its work every time someone calls it")
+    step = guide.step(
+        topic=topic, realm=realm, state=state, legend=legend,
+        message="The Wizard, because it does its work every time someone calls it",
+    )
     assert step.data["kind"] == "mapped"
-    assert step.legend == [{"entity": "Function", "symbol": "Wizard", "meaning": "because it does its work every time someone calls it".removeprefix("because ")}]
+    assert step.legend == [
+        {
+            "entity": "Function",
+            "symbol": "Wizard",
+            "meaning": "because it does its work every time someone calls it".removeprefix("because "),
+        }
+    ]
     assert step.state["entity_idx"] == 1
     assert "Lexical environment" in step.text
     assert state["entity_idx"] == 0 and legend == []  # inputs untouched
@@ -54,7 +130,10 @@ def test_symbol_without_reason_asks_why_then_accepts_the_reason(guide, pack):
     state, legend = _start(guide, pack)
     first = guide.step(topic=topic, realm=realm, state=state, legend=legend, message="wizard")
     assert first.data["kind"] == "need_reason" and first.legend == []
-    second = guide.step(topic=topic, realm=realm, state=first.state, legend=first.legend, message="it casts its spell whenever it is called")
+    second = guide.step(
+        topic=topic, realm=realm, state=first.state, legend=first.legend,
+        message="it casts its spell whenever it is called",
+    )
     assert second.legend[0]["symbol"] == "Wizard"
     assert second.legend[0]["meaning"] == "it casts its spell whenever it is called"
 
@@ -62,9 +141,14 @@ def test_symbol_without_reason_asks_why_then_accepts_the_reason(guide, pack):
 def test_own_symbols_and_taken_symbols(guide, pack):
     topic, realm = pack
     state, legend = _start(guide, pack)
-    own = guide.step(topic=topic, realm=realm, state=state, legend=legend, message="Snail shell — it carries its home everywhere it goes")
+    own = guide.step(
+        topic=topic, realm=realm, state=state, legend=legend,
+        message="Snail shell — it carries its home everywhere it goes",
+    )
     assert own.legend[0]["symbol"] == "Snail Shell"
-    taken = guide.step(topic=topic, realm=realm, state=own.state, legend=own.legend, message="snail shell: same again, it is a home")
+    taken = guide.step(
+        topic=topic, realm=realm, state=own.state, legend=own.legend, message="snail shell: same again, it is a home"
+    )
     assert taken.data["kind"] == "symbol_taken" and len(taken.legend) == 1
     nothing = guide.step(topic=topic, realm=realm, state=own.state, legend=own.legend, message="hmm")
     assert nothing.data["kind"] == "no_symbol" and nothing.state["entity_idx"] == 1
@@ -73,7 +157,10 @@ def test_own_symbols_and_taken_symbols(guide, pack):
 def test_question_is_answered_from_the_notes_without_advancing(guide, pack):
     topic, realm = pack
     state, legend = _start(guide, pack)
-    step = guide.step(topic=topic, realm=realm, state=state, legend=legend, message="Why does var behave differently from let in loops?")
+    step = guide.step(
+        topic=topic, realm=realm, state=state, legend=legend,
+        message="Why does var behave differently from let in loops?",
+    )
     assert step.data["kind"] == "question"
     assert step.state["entity_idx"] == 0 and step.legend == []
     assert "var creates one binding shared" in step.text
@@ -115,10 +202,15 @@ def test_keyword_alternatives_and_sequences():
 
 
 def test_scoring_separates_right_paraphrased_and_wrong_answers(local_embedder):
-    expected = "It logs 1, because each call to makeCounter creates a new environment with its own n, so b has a counter separate from a."
+    expected = (
+        "It logs 1, because each call to makeCounter creates a new environment with its own n, "
+        "so b has a counter separate from a."
+    )
     keywords = ["1|one", "own|separate|new|different"]
     exact = score_answer(expected, expected, keywords, local_embedder)
-    paraphrase = score_answer("1 — b got its own fresh n from its own makeCounter call", expected, keywords, local_embedder)
+    paraphrase = score_answer(
+        "1 — b got its own fresh n from its own makeCounter call", expected, keywords, local_embedder
+    )
     wrong = score_answer("It logs 3 because a and b share the same counter", expected, keywords, local_embedder)
     unrelated = score_answer("SQL joins pair rows of two tables", expected, keywords, local_embedder)
     blank = score_answer("I don't know", expected, keywords, local_embedder)
@@ -133,10 +225,11 @@ def test_scoring_separates_right_paraphrased_and_wrong_answers(local_embedder):
 def test_full_walk_reaches_done(guide, pack):
     topic, realm = pack
     state, legend = _start(guide, pack)
-    msgs = [f"{state['suggestions'][e['name']][0]} — because it {e['gist']}" for e in topic["entities"]]
+    msgs = [lambda e=e: f"{guide.candidates(state, e, legend)[0]} — because it {e['gist']}" for e in topic["entities"]]
     msgs += ["next"] + ["false"] * len(topic["misconceptions"]) + [t["expected"] for t in topic["tests"]]
     phases = []
     for m in msgs:
+        m = m() if callable(m) else m
         step = guide.step(topic=topic, realm=realm, state=state, legend=legend, message=m)
         state, legend = step.state, step.legend
         phases.append(step.data["phase"])
@@ -147,3 +240,17 @@ def test_full_walk_reaches_done(guide, pack):
     assert phases.index("rules") == len(topic["entities"])
     after = guide.step(topic=topic, realm=realm, state=state, legend=legend, message="anything else?")
     assert "Finish" in after.text
+
+
+def test_short_correct_answer_passes_and_a_wrong_one_is_explained(guide, pack):
+    """The issue's case: "1" to the makeCounter question was graded 0%."""
+    topic, realm = pack
+    state = dict(_start(guide, pack)[0], phase="tests", test_idx=0)
+    right = guide.step(topic=topic, realm=realm, state=state, legend=[], message="1")
+    assert right.data["result"]["passed"] and right.data["result"]["score"] == 1.0
+    assert right.text.startswith("✓ Correct") and "contest" not in right.text.split("\n\n")[0]
+    wrong = guide.step(topic=topic, realm=realm, state=right.state, legend=[], message="0 1 2, nothing to fix")
+    head = wrong.text.split("\n\n")[0]
+    assert not wrong.data["result"]["passed"]
+    assert head.startswith("✗ Not quite") and "Missing the key point" in head and "let" in head
+    assert "The expected answer:" in head and "contest it" in head

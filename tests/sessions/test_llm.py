@@ -63,7 +63,15 @@ def walked(learning_content, user, local_embedder):
     [
         "Sure! Here is your artifact: legend = …",  # not JSON at all
         json.dumps({"legend": [], "rules": ["r"], "script": "short", "red_flags": [], "score": 2}),  # schema violations
-        json.dumps({"legend": [{"entity": "Monad", "symbol": "Wizard", "meaning": "m"}], "rules": ["a rule"], "script": "x" * 40, "red_flags": [], "score": 0.5}),  # invented entity
+        json.dumps(
+            {
+                "legend": [{"entity": "Monad", "symbol": "Wizard", "meaning": "m"}],
+                "rules": ["a rule"],
+                "script": "x" * 40,
+                "red_flags": [],
+                "score": 0.5,
+            }
+        ),  # invented entity
     ],
 )
 def test_invalid_llm_artifact_falls_back_to_the_deterministic_one(walked, user, local_embedder, output):
@@ -95,41 +103,89 @@ def test_valid_llm_artifact_is_used_but_the_measured_score_wins(walked, user, lo
     assert walked.score > 0.8  # from the embedding-scored tests, not the model's 0.1
 
 
-def test_llm_guide_is_grounded_in_course_content_and_cites_it(learning_content, user, local_embedder):
+@pytest.fixture
+def course_pages(local_embedder):
+    """Two course pages: one of the topic's domain (javascript), one of another (sql)."""
     chunk_upsert(
         documents=[
             SourceDocument(
                 collection="course_content", source_type="page", source_id="closures-101",
                 units=[Unit(unit_anchor="p1", title="Closures in depth", url="/course/js/closures", domain="javascript",
-                            content="A closure is a function bundled with references to its surrounding lexical environment. "
+                            content="A closure is a function bundled with references to its surrounding "
+                                    "lexical environment. "
                                     "Closures are created every time a function is created.")],
             ),
             SourceDocument(
                 collection="course_content", source_type="page", source_id="sql-101",
-                units=[Unit(unit_anchor="p1", title="Closures of SQL cursors", domain="sql", content="Closing a SQL cursor releases it.")],
+                units=[
+                    Unit(
+                        unit_anchor="p1", title="Closures of SQL cursors", domain="sql",
+                        content="Closing a SQL cursor releases it.",
+                    )
+                ],
             ),
         ],
         embedder=local_embedder,
-    )
+    )  # fmt: skip
+
+
+def test_llm_guide_is_grounded_in_course_content_and_cites_it(learning_content, course_pages, user, local_embedder):
     session = services.session_start(user=user, realm="fantasy", llm=None, embedder=local_embedder).session
     llm = FakeLLM(deltas=["A closure bundles a function with its surroundings [1]. ", "Which symbol fits? [7]"])
-    events = list(services.session_chat_stream(session=session, user=user, message="What is a closure exactly?", llm=llm, embedder=local_embedder))
-    assert [e["type"] for e in events] == ["delta", "delta", "done"]
+    events = list(
+        services.session_chat_stream(
+            session=session, user=user, message="What is a closure exactly?", llm=llm, embedder=local_embedder
+        )
+    )
+    assert [e.type for e in events] == ["delta", "delta", "done"]
     system = llm.calls[0]["messages"][0]["content"]
     assert "[1] Closures in depth" in system and "Closing a SQL cursor" not in system  # only the topic's domain
     assert "Idea 1 of 5: Function" in system  # the structured step the model must voice
-    reply = events[-1]["event"]
-    assert reply["content"].startswith("A closure bundles")
+    reply = events[-1].data["event"]
+    assert reply["content"].startswith("A closure bundles") and "[7]" not in reply["content"]
     assert [c["n"] for c in reply["data"]["citations"]] == [1]  # [7] points at nothing and is dropped
     assert reply["data"]["citations"][0]["url"] == "/course/js/closures"
     assert reply["data"]["guide"] == "llm" and reply["data"]["completion_tokens"] == 8
 
 
+def test_a_citation_of_no_excerpt_never_reaches_the_learner(
+    learning_content, course_pages, user, api_client, monkeypatch
+):
+    """The model cites [7] and [2, 9] with one excerpt retrieved, split across deltas: the stream,
+    the stored reply and its citations only ever show [1]."""
+    deltas = ["Closures keep their scope [", "1]. Pick a symbol [7", "] now [2, 9]."]
+    monkeypatch.setattr("rag.llm.get_chat_llm", lambda: FakeLLM(deltas=deltas))
+    api_client.force_authenticate(user)
+    sid = api_client.post("/sessions/start", {"realm": "fantasy"}, format="json").json()["id"]
+    res = api_client.post(
+        f"/sessions/{sid}/chat/stream",
+        {"message": "What is a closure exactly?"},
+        format="json",
+        HTTP_ACCEPT="text/event-stream",
+    )
+    assert res.status_code == 200
+    body = b"".join(res.streaming_content).decode()
+    events = [json.loads(line.removeprefix("data: ")) for line in body.splitlines() if line.startswith("data: ")]
+    assert [e["type"] for e in events] == ["delta", "delta", "delta", "done"]
+    assert (
+        "".join(e["text"] for e in events if e["type"] == "delta")
+        == "Closures keep their scope [1]. Pick a symbol now."
+    )
+    assert "[7]" not in body and "[2, 9]" not in body
+    reply = events[-1]["event"]
+    assert reply["content"] == "Closures keep their scope [1]. Pick a symbol now."
+    assert [c["n"] for c in reply["data"]["citations"]] == [1]
+
+
 def test_llm_failure_midstream_falls_back_to_the_offline_reply(learning_content, user, local_embedder):
     session = services.session_start(user=user, realm="fantasy", llm=None, embedder=local_embedder).session
-    events = list(services.session_chat_stream(session=session, user=user, message="suggest", llm=FakeLLM(fail_stream=True), embedder=local_embedder))
-    assert [e["type"] for e in events] == ["delta", "replace", "done"]
-    reply = events[-1]["event"]
+    events = list(
+        services.session_chat_stream(
+            session=session, user=user, message="suggest", llm=FakeLLM(fail_stream=True), embedder=local_embedder
+        )
+    )
+    assert [e.type for e in events] == ["delta", "replace", "done"]
+    reply = events[-1].data["event"]
     assert reply["content"].startswith("Legend: Function =")
     assert reply["data"]["guide"] == "offline" and "connection reset" in reply["data"]["llm_error"]
     session.refresh_from_db()
@@ -142,5 +198,7 @@ def test_non_generative_provider_counts_as_offline(learning_content, user, local
 
     session = services.session_start(user=user, realm="fantasy", llm=Extractive(), embedder=local_embedder).session
     assert session.guide == "offline"
-    reply = services.session_chat(session=session, user=user, message="suggest", llm=Extractive(), embedder=local_embedder).event
+    reply = services.session_chat(
+        session=session, user=user, message="suggest", llm=Extractive(), embedder=local_embedder
+    ).event
     assert reply["data"]["guide"] == "offline"

@@ -39,7 +39,8 @@ def test_home_start_chat_finish_summary_history(learning_content, user, client):
     for row in session.legend:
         assert f'<td class="sym">{row["symbol"]}</td><td>{row["entity"]}</td>' in page
 
-    assert client.post(f"/learn/session/{session.pk}/chat", {"message": ""}).status_code == 302  # error message, nothing stored
+    # error message, nothing stored
+    assert client.post(f"/learn/session/{session.pk}/chat", {"message": ""}).status_code == 302
     res = client.post(f"/learn/session/{session.pk}/finish")
     assert res["Location"] == f"/learn/session/{session.pk}/summary/"
     summary = client.get(res["Location"]).content.decode()

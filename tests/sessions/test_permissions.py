@@ -36,7 +36,9 @@ def test_other_users_get_404_and_change_nothing(alice_session, other_user, api_c
 
 def test_services_refuse_other_users_too(alice_session, other_user, local_embedder):
     with pytest.raises(services.SessionForbidden):
-        services.session_chat(session=alice_session, user=other_user, message="suggest", llm=None, embedder=local_embedder)
+        services.session_chat(
+            session=alice_session, user=other_user, message="suggest", llm=None, embedder=local_embedder
+        )
     with pytest.raises(services.SessionForbidden):
         services.session_finish(session=alice_session, user=other_user, llm=None, embedder=local_embedder)
 

@@ -67,7 +67,8 @@ def test_unknown_realm_topic_and_realm_restricted_topics(learning_content, user,
         services.session_start(user=user, realm="fantasy", topic="nope", llm=None, embedder=local_embedder)
     kitchen_only = Topic.objects.create(
         slug="knife-skills", title="Knife skills", domain="cooking", order=0,
-        entities=[{"name": "Claw grip", "description": "fingertips tucked"}], truths=["t"], tests=[{"question": "q", "expected": "e"}],
+        entities=[{"name": "Claw grip", "description": "fingertips tucked"}], truths=["t"],
+        tests=[{"question": "q", "expected": "e"}],
     )
     kitchen_only.realms.set([Realm.objects.get(slug="kitchen")])
     assert "knife-skills" not in _ordered_slugs("fantasy")

@@ -25,9 +25,14 @@ class Command(BaseCommand):
             help="qrels only: which chunks go into corpus.jsonl (retrieved = judged plus every chunk "
             "the labelled interactions retrieved, as distractors)",
         )
+        parser.add_argument(
+            "--include-pii", action="store_true",
+            help="also export judgments and text of chunks with personal data (pii_level >= 2: "
+            "reflections, learning-session artifacts); left out by default",
+        )  # fmt: skip
         parser.add_argument("--json", action="store_true", help="print a JSON summary")
 
-    def handle(self, *args, format: str, out: str, corpus: str, json: bool, **opts):
+    def handle(self, *args, format: str, out: str, corpus: str, json: bool, include_pii: bool = False, **opts):
         from feedback.exports import write_beir_dir, write_jsonl
 
         path = Path(out)
@@ -35,10 +40,10 @@ class Command(BaseCommand):
             raise CommandError(f"{path} exists and is not a directory")
         path.mkdir(parents=True, exist_ok=True)
         if format == "jsonl":
-            n = write_jsonl(path / "judgments.jsonl")
+            n = write_jsonl(path / "judgments.jsonl", include_pii=include_pii)
             summary = {"format": "jsonl", "out": str(path / "judgments.jsonl"), "judgments": n}
         else:
-            counts = write_beir_dir(path, corpus=corpus)
+            counts = write_beir_dir(path, corpus=corpus, include_pii=include_pii)
             summary = {"format": "qrels", "out": str(path), **counts}
         if json:
             self.stdout.write(_dump(summary))

@@ -89,3 +89,13 @@ class IngestCommand(BaseCommand):
             self.stderr.write(f"  ✗ {error['source']}: {error['error']}")
         if len(run.errors) > 20:
             self.stderr.write(f"  … and {len(run.errors) - 20} more (see the run in the admin)")
+
+
+class FileIngestCommand(IngestCommand):
+    """Base of the commands that read files: ``--project``, ``--since`` and ``--force`` too."""
+
+    def add_arguments(self, parser):
+        parser.add_argument("--project", default=None, help="Project slug: chunks restricted to its members.")
+        parser.add_argument("--since", default=None, help="Only files modified since this ISO date/time.")
+        parser.add_argument("--force", action="store_true", help="Re-do every file, even unchanged ones.")
+        super().add_arguments(parser)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from ingestion import services
-from ingestion.management.commands._common import IngestCommand, parse_since
+from ingestion.management.commands._common import FileIngestCommand, parse_since
 
 
 def _csv(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
-class Command(IngestCommand):
+class Command(FileIngestCommand):
     help = (
         "Index documents from files or folders: QMSum meeting JSON (transcripts, chunked on speaker "
         "turns), document-payload JSON (as POST /ingest/documents), markdown and plain text. Only "
@@ -19,14 +19,13 @@ class Command(IngestCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("paths", nargs="+")
-        parser.add_argument("--collection", default=None, help="Default: 'meetings' for transcripts, 'documents' otherwise.")
+        parser.add_argument(
+            "--collection", default=None, help="Default: 'meetings' for transcripts, 'documents' otherwise."
+        )
         parser.add_argument("--date", default=None, help="ISO date applied to every document.")
         parser.add_argument("--entity", default="", help="Entity (fund, client…) of every document.")
         parser.add_argument("--people", default="", help="Comma-separated people.")
         parser.add_argument("--tags", default="", help="Comma-separated tags.")
-        parser.add_argument("--project", default=None, help="Project slug: chunks restricted to its members.")
-        parser.add_argument("--since", default=None, help="Only files modified since this ISO date/time.")
-        parser.add_argument("--force", action="store_true", help="Re-do every file, even unchanged ones.")
         super().add_arguments(parser)
 
     def run(self, *, progress_factory, **options):

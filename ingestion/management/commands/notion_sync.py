@@ -14,7 +14,9 @@ class Command(IngestCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--database", action="append", default=None, help="Database or data source id (repeatable).")
+        parser.add_argument(
+            "--database", action="append", default=None, help="Database or data source id (repeatable)."
+        )
         parser.add_argument("--full", action="store_true", help="Re-fetch every page.")
         parser.add_argument("--since", default=None, help="Only pages edited since this ISO date/time.")
         parser.add_argument("--prune", action="store_true", help="Delete (not just hide) vanished pages' chunks.")

@@ -20,7 +20,9 @@ class Command(IngestCommand):
             help=f"Comma-separated: {', '.join(services.ALL_TYPES)} or all (default).",
         )  # fmt: skip
         parser.add_argument("--since", default=None, help="Only sources changed since this ISO date/time.")
-        parser.add_argument("--prune", action="store_true", help="Delete (not just hide) unpublished/vanished sources' chunks.")
+        parser.add_argument(
+            "--prune", action="store_true", help="Delete (not just hide) unpublished/vanished sources' chunks."
+        )
         super().add_arguments(parser)
 
     def run(self, *, progress_factory, **options):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ingestion import services
-from ingestion.management.commands._common import IngestCommand, parse_since
+from ingestion.management.commands._common import FileIngestCommand, parse_since
 
 
-class Command(IngestCommand):
+class Command(FileIngestCommand):
     help = (
         "Index a Logseq graph (journals/ and pages/) or a folder of markdown notes. Only files that "
         "changed since the last sync are re-done; deleted files' chunks are removed; files that "
@@ -17,9 +17,6 @@ class Command(IngestCommand):
         parser.add_argument("path", help="The graph or folder.")
         parser.add_argument("--format", dest="fmt", choices=["logseq", "markdown"], default="logseq")
         parser.add_argument("--collection", default=None, help="Collection name (default: the format).")
-        parser.add_argument("--project", default=None, help="Project slug: chunks restricted to its members.")
-        parser.add_argument("--since", default=None, help="Only files modified since this ISO date/time.")
-        parser.add_argument("--force", action="store_true", help="Re-do every file, even unchanged ones.")
         super().add_arguments(parser)
 
     def run(self, *, progress_factory, **options):

@@ -25,7 +25,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("question")
-        parser.add_argument("--json", action="store_true", help="Print one JSON object (the /rag/ask response) instead.")
+        parser.add_argument(
+            "--json", action="store_true", help="Print one JSON object (the /rag/ask response) instead."
+        )
         parser.add_argument("--model", default=None, help="A model id of the model table (default: configured).")
         parser.add_argument("--collection", action="append", dest="collections", default=None)
         parser.add_argument("--from", dest="date_from", default=None, help="YYYY-MM-DD")
@@ -36,8 +38,14 @@ class Command(BaseCommand):
         parser.add_argument("--tag", action="append", dest="tags", default=None)
         parser.add_argument("--top-k", type=int, default=None)
         parser.add_argument("--mode", choices=MODES, default="hybrid")
-        parser.add_argument("--user", default=None, help="Answer as this username (its ACL); default: the operator, who sees everything.")
-        parser.add_argument("--conversation", default=None, help="Continue a conversation id printed by an earlier ask.")
+        parser.add_argument(
+            "--user",
+            default=None,
+            help="Answer as this username (its ACL); default: the operator, who sees everything.",
+        )
+        parser.add_argument(
+            "--conversation", default=None, help="Continue a conversation id printed by an earlier ask."
+        )
 
     def handle(self, *args, **opts):
         user = None
@@ -83,38 +91,62 @@ class Command(BaseCommand):
             for event in events:
                 data = event.data
                 if event.type == "status":
-                    err.write(self.style.HTTP_INFO(f"… {data['stage']} ({data.get('strategy') or data.get('model', '')})"))
+                    err.write(
+                        self.style.HTTP_INFO(
+                            f"… {data['stage']} ({data.get('strategy_label') or data.get('model', '')})"
+                        )
+                    )
                 elif event.type == "sources":
                     sources = data["sources"]
-                    if data.get("fallback"):
-                        err.write(self.style.WARNING(f"no chunk matched the {data['fallback']} filter: searched without it"))
+                    self._search_notes(data)
                 elif event.type == "delta":
                     out.write(data["text"], ending="")
                     out.flush()
                 elif event.type == "citations":
                     cited = {c["n"] for c in data["citations"]}
+                    sources = data.get("sources", sources)  # final numbering: order of first citation
                 elif event.type == "error":
                     err.write(self.style.ERROR(f"\n{data['error']}: {data.get('detail', '')}"))
                 elif event.type == "done":
                     out.write("\n")
-                    if sources:
-                        out.write(self.style.MIGRATE_HEADING("\nSources"))
-                        for s in sources:
-                            mark = "*" if s["n"] in cited else " "
-                            line = f"{mark}[{s['n']}] {s['title'] or s['chunk_uid']}"
-                            if s.get("date"):
-                                line += f" ({s['date']})"
-                            if s.get("url"):
-                                line += f" {s['url']}"
-                            out.write(line)
-                    label = " · extractive (no LLM)" if data["extractive"] else ""
-                    out.write(
-                        self.style.HTTP_NOT_MODIFIED(
-                            f"\n{data['model']}{label} · {data['strategy']} · {data['tokens']} tokens · "
-                            f"${data['cost_usd']:.5f} · {data['latency_ms'] / 1000:.2f} s · "
-                            f"conversation {data['conversation_id']} · interaction {data['interaction_id']}"
-                        )
-                    )
+                    self._sources(sources, cited)
+                    self._footer(data)
         except KeyboardInterrupt:
             events.close()
             err.write(self.style.WARNING("\nstopped"))
+
+    def _search_notes(self, data: dict) -> None:
+        """What the search did besides the question as typed: rewritten query, filters, fallback."""
+        err = self.stderr
+        if data.get("searched_query") and data["searched_query"] != data.get("query"):
+            err.write(self.style.HTTP_INFO(f"searched: {data['searched_query']}"))
+        for chip in data.get("analysis_filters") or []:
+            err.write(self.style.HTTP_INFO(f"{chip['label']} · {chip['effect']}"))
+        if data.get("fallback"):
+            err.write(self.style.WARNING(f"no chunk matched the {data['fallback']} filter: searched without it"))
+
+    def _sources(self, sources: list[dict], cited: set[int]) -> None:
+        """The source list, cited ones starred."""
+        if not sources:
+            return
+        out = self.stdout
+        out.write(self.style.MIGRATE_HEADING("\nSources"))
+        for s in sources:
+            mark = "*" if s["n"] in cited else " "
+            line = f"{mark}[{s['n']}] {s['title'] or s['chunk_uid']}"
+            if s.get("date"):
+                line += f" ({s['date']})"
+            if s.get("url"):
+                line += f" {s['url']}"
+            out.write(line)
+
+    def _footer(self, data: dict) -> None:
+        """Model, strategy, tokens, cost, latency and the ids to continue or judge the answer."""
+        label = " · quotes from the sources (no LLM)" if data["extractive"] else ""
+        self.stdout.write(
+            self.style.HTTP_NOT_MODIFIED(
+                f"\n{data['model']}{label} · {data['strategy_label']} · {data['tokens']} tokens · "
+                f"{data['cost_label']} · {data['latency_ms'] / 1000:.2f} s · "
+                f"conversation {data['conversation_id']} · interaction {data['interaction_id']}"
+            )
+        )

@@ -15,16 +15,28 @@ DEFAULT_QUESTIONS = Path(__file__).resolve().parents[2] / "answering" / "eval" /
 
 
 class Command(BaseCommand):
-    help = "Measure ask: server-side time to first streamed byte / first text / total (p50, p95), and citation accuracy."
+    help = (
+        "Measure ask: server-side time to first streamed byte / first text / total (p50, p95), "
+        "and citation accuracy."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("--questions", type=Path, default=DEFAULT_QUESTIONS, help="One question a line (# comments).")
+        parser.add_argument(
+            "--questions", type=Path, default=DEFAULT_QUESTIONS, help="One question a line (# comments)."
+        )
         parser.add_argument("-n", type=int, default=50, help="Asks to time (questions are cycled).")
-        parser.add_argument("--citations", action="store_true", help="Also measure citation accuracy over the question file.")
+        parser.add_argument(
+            "--citations", action="store_true", help="Also measure citation accuracy over the question file."
+        )
         parser.add_argument("--model", default=None)
-        parser.add_argument("--index-markdown", type=Path, default=None, help="First index this folder of .md/.org notes (one document per file).")
+        parser.add_argument(
+            "--index-markdown", type=Path, default=None,
+            help="First index this folder of .md/.org notes (one document per file).",
+        )
         parser.add_argument("--collection", default="logseq-docs")
-        parser.add_argument("--warm", action="store_true", help="Keep the embedding caches between asks (a busy server).")
+        parser.add_argument(
+            "--warm", action="store_true", help="Keep the embedding caches between asks (a busy server)."
+        )
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, **opts):
@@ -36,7 +48,10 @@ class Command(BaseCommand):
                 raise CommandError(f"{root} is not a folder")
             docs = evaluation.markdown_folder_documents(root, collection=opts["collection"])
             result = chunk_upsert(documents=docs, progress=None)
-            self.stderr.write(f"indexed {len(docs)} files: {result.created} created, {result.updated} updated, {result.unchanged} unchanged")
+            self.stderr.write(
+                f"indexed {len(docs)} files: {result.created} created, {result.updated} updated, "
+                f"{result.unchanged} unchanged"
+            )
         if not opts["questions"].exists():
             raise CommandError(f"No question file {opts['questions']}")
         questions = evaluation.read_questions(opts["questions"])
@@ -49,7 +64,9 @@ class Command(BaseCommand):
         for i in range(opts["n"]):
             if not opts["warm"]:
                 clear_caches()  # each ask pays for its own embeddings
-            timings.append(evaluation.measure_stream(question=questions[i % len(questions)], scope=scope, model=opts["model"]))
+            timings.append(
+                evaluation.measure_stream(question=questions[i % len(questions)], scope=scope, model=opts["model"])
+            )
         report = {
             "asks": len(timings),
             "model": opts["model"] or "default",
@@ -59,7 +76,9 @@ class Command(BaseCommand):
             "total_ms": evaluation.summary([t["total_ms"] for t in timings]),
         }
         if opts["citations"]:
-            report["citation_accuracy"] = evaluation.citation_accuracy(questions=questions, scope=scope, model=opts["model"])
+            report["citation_accuracy"] = evaluation.citation_accuracy(
+                questions=questions, scope=scope, model=opts["model"]
+            )
         if opts["json"]:
             self.stdout.write(json.dumps(report, indent=2))
             return
@@ -70,5 +89,6 @@ class Command(BaseCommand):
             c = report["citation_accuracy"]
             self.stdout.write(
                 f"citations      {c['correct']}/{c['citations']} point to a chunk containing the cited sentence "
-                f"(accuracy {c['accuracy']}); {c['answered_with_citations']}/{c['questions']} questions answered with citations"
+                f"(accuracy {c['accuracy']}); {c['answered_with_citations']}/{c['questions']} questions "
+                "answered with citations"
             )

@@ -67,7 +67,9 @@ class Command(BaseCommand):
         texts = [
             embedding_text(d.units[0].title, piece)
             for d in docs
-            for piece in split_text(d.units[0].content, size=settings.KNOWHUB_CHUNK_SIZE, overlap=settings.KNOWHUB_CHUNK_OVERLAP)
+            for piece in split_text(
+                d.units[0].content, size=settings.KNOWHUB_CHUNK_SIZE, overlap=settings.KNOWHUB_CHUNK_OVERLAP
+            )
         ]
         self._cleanup()
         embedder.embed_documents(texts[:16])  # load the model outside every timing

@@ -25,8 +25,13 @@ class Command(BaseCommand):
         parser.add_argument("--weights", default="", help="override vector,text weights, e.g. 0.6,0.4")
         parser.add_argument("--limit", type=int, default=0, help="evaluate only the first N queries")
         parser.add_argument("--json", action="store_true", help="print one JSON object, no progress bars")
+        parser.add_argument(
+            "--rerank", nargs="?", const="default", default="",
+            help="also score each mode after the rerank stage (KNOWHUB_RERANK_PROVIDER, or the one named: http, llm)",
+        )  # fmt: skip
 
-    def handle(self, *args, dataset: str, split: str, modes: str, weights: str, limit: int, json: bool, **opts):
+    def handle(self, *args, dataset: str, split: str, modes: str, weights: str, limit: int, json: bool,
+               rerank: str = "", **opts):  # fmt: skip
         from tqdm import tqdm
 
         from rag.embeddings import get_embedder
@@ -43,6 +48,18 @@ class Command(BaseCommand):
             except ValueError as exc:
                 raise CommandError("--weights takes two numbers, e.g. 0.7,0.3") from exc
             pair = (w_vec, w_txt)
+        reranker = None
+        if rerank:
+            from rag.rerank import RerankError, get_reranker
+
+            try:
+                reranker = get_reranker(None if rerank == "default" else rerank)
+            except RerankError as exc:
+                raise CommandError(f"--rerank: {exc}") from exc
+            if reranker is None:
+                raise CommandError(
+                    "--rerank: the rerank provider is 'none'; set KNOWHUB_RERANK_PROVIDER or pass --rerank http|llm"
+                )
         try:
             data = load_dataset(path, split)
             total_docs = count_documents(path)
@@ -61,8 +78,12 @@ class Command(BaseCommand):
 
         started = time.perf_counter()
         with tqdm(total=len(data.queries), desc="queries", unit="q", disable=json) as bar:
-            report = evaluate(data, modes=chosen, embedder=embedder, weights=pair, progress=bar.update)
-        report["ingest"] = {k: v for k, v in upsert.as_dict().items() if k != "errors"} | {"seconds": round(ingest_s, 1)}
+            report = evaluate(
+                data, modes=chosen, embedder=embedder, weights=pair, progress=bar.update, reranker=reranker
+            )
+        report["ingest"] = (
+            {k: v for k, v in upsert.as_dict().items() if k != "errors"} | {"seconds": round(ingest_s, 1)}
+        )
         report["eval_seconds"] = round(time.perf_counter() - started, 1)
         if json:
             self.stdout.write(_json_dump(report))
@@ -73,11 +94,15 @@ class Command(BaseCommand):
             f"{report['ingest']['updated']} updated, {report['ingest']['unchanged']} unchanged, "
             f"{report['ingest']['embedded']} embedded"
         )
-        self.stdout.write(f"{'mode':<10} {'nDCG@10':>8} {'R@100':>8} {'MRR@10':>8} {'p50 ms':>8}")
+        self.stdout.write(f"{'mode':<16} {'nDCG@10':>8} {'R@100':>8} {'MRR@10':>8} {'p50 ms':>8}")
         for mode, m in report["modes"].items():
             self.stdout.write(
-                f"{mode:<10} {m['ndcg@10']:>8.4f} {m['recall@100']:>8.4f} {m['mrr@10']:>8.4f} {m['p50_ms']:>8.1f}"
+                f"{mode:<16} {m['ndcg@10']:>8.4f} {m['recall@100']:>8.4f} {m['mrr@10']:>8.4f} {m['p50_ms']:>8.1f}"
             )
+
+        if "rerank" in report:
+            self.stdout.write(f"rerank: {report['rerank']['provider']}; fallbacks to the fused order: "
+                              f"{report['rerank']['fallbacks']}")  # fmt: skip
 
 
 def _json_dump(obj) -> str:

@@ -1,16 +1,12 @@
 """``manage.py load_demo``: the demo admin, token and corpus (idempotent), for ``make demo``."""
 
-import importlib
 import json
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from rag.demo import demo_load
-
-# Other apps add demo content through these hooks when they provide them.
-EXTRA_LOADERS = ("ingestion.demo:load_demo_content", "sessions.services:learning_content_import")
+from rag.demo import demo_extra_loaders, demo_load
 
 
 class Command(BaseCommand):
@@ -21,14 +17,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         result = demo_load(credentials_path=Path(settings.BASE_DIR) / "var" / "demo-credentials.json")
-        extras = {}
-        for spec in EXTRA_LOADERS:
-            module_name, func_name = spec.split(":")
-            try:
-                func = getattr(importlib.import_module(module_name), func_name)
-            except (ImportError, AttributeError):
-                continue
-            extras[module_name] = func()
+        # Other apps add demo content through loaders they register (rag.demo.register_demo_loader).
+        extras = {name: load() for name, load in demo_extra_loaders().items()}
         result["extras"] = extras
         if options["json"]:
             self.stdout.write(json.dumps(result, default=str))

@@ -28,9 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, **o):
-        from knowhub.settings import _EMBEDDING_DEFAULTS
-
-        default_model, default_dims = _EMBEDDING_DEFAULTS.get(o["provider"], ("", 0))
+        default_model, default_dims = settings.KNOWHUB_EMBEDDING_PROVIDER_DEFAULTS.get(o["provider"], ("", 0))
         same_provider = o["provider"] == settings.KNOWHUB_EMBEDDING_PROVIDER
         model = o["model"] or (settings.KNOWHUB_EMBEDDING_MODEL if same_provider else default_model)
         dims = o["dims"] or (settings.KNOWHUB_EMBEDDING_DIMS if same_provider else default_dims)
@@ -49,7 +47,10 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(result))
         else:
             self.stdout.write(f"{result['reembedded']} chunks now embedded with {result['model']} ({dims} dims)")
-            if target.name != f"{settings.KNOWHUB_EMBEDDING_PROVIDER}:{settings.KNOWHUB_EMBEDDING_MODEL}" or dims != settings.KNOWHUB_EMBEDDING_DIMS:
+            if (
+                target.name != f"{settings.KNOWHUB_EMBEDDING_PROVIDER}:{settings.KNOWHUB_EMBEDDING_MODEL}"
+                or dims != settings.KNOWHUB_EMBEDDING_DIMS
+            ):
                 self.stdout.write(
                     "Now point the app at it: KNOWHUB_EMBEDDING_PROVIDER="
                     f"{o['provider']} KNOWHUB_EMBEDDING_MODEL={model} KNOWHUB_EMBEDDING_DIMS={dims}"

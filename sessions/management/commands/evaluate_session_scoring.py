@@ -1,68 +1,118 @@
-"""How well the offline guide's test scoring tells right answers from wrong ones.
+"""How well the session test grader tells the answers a teacher accepts from wrong ones.
 
-For every test of every topic, the expected answer must pass, and the expected answers of the
-topic's *other* tests (on-topic, fluent, but answering a different question) must fail. Prints
-the pass rate of right answers, the false-pass rate of wrong ones and the score margins.
+Every shipped test carries, next to its topic content, an ``eval`` block: a short form of the
+answer, two paraphrases and three wrong answers of the same topic, plus a hold-out set (one more
+paraphrase and one more wrong answer) that was written with the others but never looked at while
+the grader was designed, reported separately so the tuned figures can be checked against it.
+The grader itself never reads the ``eval`` block.
+
+Prints the pass rates (0–1): ``expected_pass``, ``short_pass``, ``paraphrase_pass`` and
+``wrong_pass`` (targets: 1, 1, ≥ 0.9, ≤ 0.05), the hold-out twins, and
+``other_question_pass`` (the expected answers of the topic's other tests, which must fail).
 """
 
 from __future__ import annotations
 
 import json
-import statistics
 import time
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from rag.embeddings import get_embedder
-from sessions.guide import score_answer
+from sessions.grading import score_answer
 from sessions.models import Topic
+
+KINDS = ("expected", "short", "paraphrase", "wrong", "holdout_paraphrase", "holdout_wrong", "other_question")
+SHOULD_PASS = {"expected", "short", "paraphrase", "holdout_paraphrase"}
+
+
+def _cases(test: dict, others: list[dict]) -> list[tuple[str, str]]:
+    ev = test.get("eval") or {}
+    hold = ev.get("holdout") or {}
+    cases = [("expected", test["expected"])]
+    if ev.get("short"):
+        cases.append(("short", ev["short"]))
+    cases += [("paraphrase", a) for a in ev.get("paraphrases", [])]
+    cases += [("wrong", a) for a in ev.get("wrong", [])]
+    cases += [("holdout_paraphrase", a) for a in hold.get("paraphrases", [])]
+    cases += [("holdout_wrong", a) for a in hold.get("wrong", [])]
+    cases += [("other_question", o["expected"]) for o in others]
+    return cases
 
 
 class Command(BaseCommand):
-    help = "Measure the session test scorer on the shipped topics (right vs. wrong-question answers)."
+    help = "Measure the session test grader on the shipped topics: expected, short, paraphrased and wrong answers."
 
     def add_arguments(self, parser):
         parser.add_argument("--json", action="store_true", dest="as_json", help="print the figures as JSON")
+        parser.add_argument("--topic", action="append", default=[], help="only this topic slug (repeatable)")
+        parser.add_argument("--failures", action="store_true", help="list every misgraded answer")
 
-    def handle(self, *args, as_json=False, **options):
+    def handle(self, *args, as_json=False, topic=(), failures=False, **options):
+        topics = Topic.objects.filter(is_active=True).order_by("order", "slug")
+        if topic:
+            topics = topics.filter(slug__in=topic)
+            unknown = set(topic) - set(topics.values_list("slug", flat=True))
+            if unknown:
+                raise CommandError(f"Unknown topic(s): {', '.join(sorted(unknown))}")
         embedder = get_embedder()
         started = time.perf_counter()
-        right, wrong, per_topic = [], [], {}
-        for topic in Topic.objects.filter(is_active=True).order_by("order", "slug"):
-            t_right, t_wrong = [], []
-            for i, test in enumerate(topic.tests):
-                t_right.append(score_answer(test["expected"], test["expected"], test.get("keywords"), embedder))
-                for j, other in enumerate(topic.tests):
-                    if i != j:
-                        t_wrong.append(score_answer(other["expected"], test["expected"], test.get("keywords"), embedder))
-            per_topic[topic.slug] = {
-                "right_pass_rate": _rate(t_right),
-                "wrong_false_pass_rate": _rate(t_wrong),
-                "wrong_mean_score": round(statistics.fmean(r.score for r in t_wrong), 3) if t_wrong else None,
-            }
-            right += t_right
-            wrong += t_wrong
+        counts = {k: [0, 0] for k in KINDS}  # passed, total
+        per_topic: dict[str, dict] = {}
+        misgraded: list[dict] = []
+        n_tests = 0
+        for t in topics:
+            t_counts = {k: [0, 0] for k in KINDS}
+            myths = list(t.misconceptions or [])
+            for i, test in enumerate(t.tests):
+                n_tests += 1
+                others = [o for j, o in enumerate(t.tests) if j != i]
+                for kind, answer in _cases(test, others):
+                    r = score_answer(
+                        answer, test["expected"], test.get("keywords"), embedder,
+                        value=test.get("value"), misconceptions=myths,
+                    )
+                    for c in (counts, t_counts):
+                        c[kind][0] += int(r.passed)
+                        c[kind][1] += 1
+                    if r.passed != (kind in SHOULD_PASS):
+                        misgraded.append({
+                            "topic": t.slug, "test": i + 1, "kind": kind, "answer": answer, "score": r.score,
+                            "method": r.method, "explanation": r.explanation,
+                        })
+            per_topic[t.slug] = {f"{k}_pass": _rate(v) for k, v in t_counts.items()}
         out = {
             "embedding_model": embedder.name,
-            "tests": len(right),
-            "right_pass_rate": _rate(right),
-            "wrong_false_pass_rate": _rate(wrong),
-            "right_mean_score": round(statistics.fmean(r.score for r in right), 3) if right else None,
-            "wrong_mean_score": round(statistics.fmean(r.score for r in wrong), 3) if wrong else None,
-            "wrong_max_score": round(max((r.score for r in wrong), default=0), 3),
+            "tests": n_tests,
+            **{f"{k}_pass": _rate(v) for k, v in counts.items()},
+            "answers": {k: v[1] for k, v in counts.items()},
+            "targets": {
+                "expected_pass": ">= 1.0", "short_pass": ">= 1.0", "paraphrase_pass": ">= 0.9", "wrong_pass": "<= 0.05"
+            },
             "seconds": round(time.perf_counter() - started, 2),
             "topics": per_topic,
         }
+        if failures:
+            out["misgraded"] = misgraded
         if as_json:
             self.stdout.write(json.dumps(out, indent=2))
             return
         self.stdout.write(
-            f"{out['tests']} tests · right answers pass {out['right_pass_rate']:.0%} (mean {out['right_mean_score']}) · "
-            f"answers to other questions pass {out['wrong_false_pass_rate']:.0%} (mean {out['wrong_mean_score']}, max {out['wrong_max_score']}) · {out['seconds']} s"
+            f"{n_tests} tests · expected {out['expected_pass']:.0%} · short {out['short_pass']:.0%} · "
+            f"paraphrases {out['paraphrase_pass']:.0%} · wrong {out['wrong_pass']:.0%} · "
+            f"hold-out paraphrases {out['holdout_paraphrase_pass']:.0%} · "
+            f"hold-out wrong {out['holdout_wrong_pass']:.0%} · "
+            f"other questions' answers {out['other_question_pass']:.0%} · {out['seconds']} s"
         )
         for slug, row in per_topic.items():
-            self.stdout.write(f"  {slug:20s} right {row['right_pass_rate']:.0%}  wrong-pass {row['wrong_false_pass_rate']:.0%}  wrong-mean {row['wrong_mean_score']}")
+            self.stdout.write(
+                f"  {slug:20s} short {row['short_pass']:.0%}  para {row['paraphrase_pass']:.0%}  "
+                f"wrong {row['wrong_pass']:.0%}  "
+                f"hold-out para {row['holdout_paraphrase_pass']:.0%}  hold-out wrong {row['holdout_wrong_pass']:.0%}"
+            )
+        for m in misgraded:
+            self.stdout.write(f"  ✗ {m['topic']} #{m['test']} {m['kind']} ({m['score']}, {m['method']}): {m['answer']}")
 
 
-def _rate(results) -> float:
-    return round(sum(1 for r in results if r.passed) / len(results), 4) if results else 0.0
+def _rate(v: list[int]) -> float:
+    return round(v[0] / v[1], 4) if v[1] else 0.0

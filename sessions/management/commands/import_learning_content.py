@@ -30,8 +30,10 @@ class Command(BaseCommand):
             self.stdout.write(_dumps(out))
             return
         self.stdout.write(
-            f"realms: {out['realms_created']} created, {out['realms_updated']} updated, {out['realms_unchanged']} unchanged; "
-            f"topics: {out['topics_created']} created, {out['topics_updated']} updated, {out['topics_unchanged']} unchanged "
+            f"realms: {out['realms_created']} created, {out['realms_updated']} updated, "
+            f"{out['realms_unchanged']} unchanged; "
+            f"topics: {out['topics_created']} created, {out['topics_updated']} updated, "
+            f"{out['topics_unchanged']} unchanged "
             f"({len(out['files'])} files)"
         )
 

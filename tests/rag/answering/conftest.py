@@ -21,22 +21,65 @@ def days_ago(n: int) -> dt.date:
 
 JOURNAL = [
     # (id, days ago, people, tags, text)
-    ("j1", 3, ["Leo"], ["climbing"], "Went bouldering with Leo at the climbing gym. Leo finally sent the overhang problem he had been projecting for weeks. We celebrated with ramen afterwards."),
-    ("j2", 20, ["Leo", "Ana"], ["dinner"], "Dinner at Ana's place with Leo. Ana cooked a mushroom risotto and Leo brought a bottle of Barolo. We talked about Ana's new job at the observatory."),
-    ("j3", 45, ["Ana"], ["running"], "Morning run along the river with Ana. She is training for the Lisbon half marathon in October. My knee hurt a little after ten kilometres."),
-    ("j4", 70, ["Leo"], ["climbing"], "Climbing trip to Fontainebleau with Leo. The sandstone was perfect and Leo taught me how to heel hook on the slopers."),
-    ("j5", 400, ["Leo"], ["dinner"], "Birthday dinner for Leo at the Thai restaurant. He turned thirty and we gave him a new chalk bag."),
+    (
+        "j1", 3, ["Leo"], ["climbing"],
+        "Went bouldering with Leo at the climbing gym. Leo finally sent the overhang problem he had been projecting "
+        "for weeks. We celebrated with ramen afterwards.",
+    ),
+    (
+        "j2", 20, ["Leo", "Ana"], ["dinner"],
+        "Dinner at Ana's place with Leo. Ana cooked a mushroom risotto and Leo brought a bottle of Barolo. We talked "
+        "about Ana's new job at the observatory.",
+    ),
+    (
+        "j3", 45, ["Ana"], ["running"],
+        "Morning run along the river with Ana. She is training for the Lisbon half marathon in October. My knee hurt "
+        "a little after ten kilometres.",
+    ),
+    (
+        "j4", 70, ["Leo"], ["climbing"],
+        "Climbing trip to Fontainebleau with Leo. The sandstone was perfect and Leo taught me how to heel hook on the "
+        "slopers.",
+    ),
+    (
+        "j5", 400, ["Leo"], ["dinner"],
+        "Birthday dinner for Leo at the Thai restaurant. He turned thirty and we gave him a new chalk bag.",
+    ),
 ]
 
 MEETINGS = [
-    ("m1", 10, "Aurora Fund", "Quarterly review with the Aurora Fund managers. Aurora Fund returned 4.2 percent this quarter, driven by European small caps. The team plans to reduce exposure to energy stocks next quarter."),
-    ("m2", 100, "Borealis Capital", "Intro call with Borealis Capital. Borealis Capital runs a market-neutral strategy with a target volatility of six percent. Fees are one and a half percent management and fifteen percent performance."),
+    (
+        "m1", 10, "Aurora Fund",
+        "Quarterly review with the Aurora Fund managers. Aurora Fund returned 4.2 percent this quarter, driven by "
+        "European small caps. The team plans to reduce exposure to energy stocks next quarter.",
+    ),
+    (
+        "m2", 100, "Borealis Capital",
+        "Intro call with Borealis Capital. Borealis Capital runs a market-neutral strategy with a target volatility "
+        "of six percent. Fees are one and a half percent management and fifteen percent performance.",
+    ),
 ]
 
 COURSE = [
-    ("p1", "Closures", "javascript", "A closure is a function bundled together with references to its surrounding state, the lexical environment. In JavaScript, closures are created every time a function is created. Closures let an inner function access variables of an outer function even after the outer function has returned. A common use of closures is data privacy: the enclosed variables are not reachable from outside."),
-    ("p2", "Promises", "javascript", "A Promise represents the eventual completion or failure of an asynchronous operation. A promise is in one of three states: pending, fulfilled or rejected. The then method attaches callbacks for the fulfilled and rejected cases, and async functions let you await a promise."),
-    ("p3", "List comprehensions", "python", "List comprehensions provide a concise way to create lists in Python. A list comprehension consists of brackets containing an expression followed by a for clause. They are usually faster and more readable than the equivalent loop with append."),
+    (
+        "p1", "Closures", "javascript",
+        "A closure is a function bundled together with references to its surrounding state, the lexical environment. "
+        "In JavaScript, closures are created every time a function is created. Closures let an inner function access "
+        "variables of an outer function even after the outer function has returned. A common use of closures is data "
+        "privacy: the enclosed variables are not reachable from outside.",
+    ),
+    (
+        "p2", "Promises", "javascript",
+        "A Promise represents the eventual completion or failure of an asynchronous operation. A promise is in one of "
+        "three states: pending, fulfilled or rejected. The then method attaches callbacks for the fulfilled and "
+        "rejected cases, and async functions let you await a promise.",
+    ),
+    (
+        "p3", "List comprehensions", "python",
+        "List comprehensions provide a concise way to create lists in Python. A list comprehension consists of "
+        "brackets containing an expression followed by a for clause. They are usually faster and more readable than "
+        "the equivalent loop with append.",
+    ),
 ]
 
 
@@ -48,7 +91,16 @@ def corpus_documents(project_slug: str, owner_id: int) -> list[SourceDocument]:
                 collection="journal",
                 source_type="entry",
                 source_id=sid,
-                units=[Unit(unit_anchor="body", content=text, title=f"Journal {days_ago(ago).isoformat()}", date=days_ago(ago), url=f"https://notes.example/{sid}", metadata={"people": people, "tags": tags})],
+                units=[
+                    Unit(
+                        unit_anchor="body",
+                        content=text,
+                        title=f"Journal {days_ago(ago).isoformat()}",
+                        date=days_ago(ago),
+                        url=f"https://notes.example/{sid}",
+                        metadata={"people": people, "tags": tags},
+                    )
+                ],
             )
         )
     for sid, ago, entity, text in MEETINGS:
@@ -57,7 +109,16 @@ def corpus_documents(project_slug: str, owner_id: int) -> list[SourceDocument]:
                 collection="meetings",
                 source_type="meeting",
                 source_id=sid,
-                units=[Unit(unit_anchor="notes", content=text, title=f"{entity} meeting", date=days_ago(ago), url=f"https://meetings.example/{sid}", metadata={"entity": entity})],
+                units=[
+                    Unit(
+                        unit_anchor="notes",
+                        content=text,
+                        title=f"{entity} meeting",
+                        date=days_ago(ago),
+                        url=f"https://meetings.example/{sid}",
+                        metadata={"entity": entity},
+                    )
+                ],
             )
         )
     for sid, title, domain, text in COURSE:
@@ -76,7 +137,17 @@ def corpus_documents(project_slug: str, owner_id: int) -> list[SourceDocument]:
             source_id="s1",
             visibility="restricted",
             project=project_slug,
-            units=[Unit(unit_anchor="b0", title="Project Nightingale", content="Project Nightingale is the codename for the acquisition of Zephyr Robotics, planned for the spring. Only the deal team may know about Nightingale. Zephyr's founder is called Mirela Voss.", metadata={"people": ["Mirela Voss"], "tags": ["acquisition"]})],
+            units=[
+                Unit(
+                    unit_anchor="b0",
+                    title="Project Nightingale",
+                    content=(
+                        "Project Nightingale is the codename for the acquisition of Zephyr Robotics, planned for the "
+                        "spring. Only the deal team may know about Nightingale. Zephyr's founder is called Mirela Voss."
+                    ),
+                    metadata={"people": ["Mirela Voss"], "tags": ["acquisition"]},
+                )
+            ],
         )
     )
     docs.append(
@@ -86,7 +157,15 @@ def corpus_documents(project_slug: str, owner_id: int) -> list[SourceDocument]:
             source_id="private-1",
             visibility="private",
             owner_hash=user_hash(owner_id),
-            units=[Unit(unit_anchor="body", title="Private note", content="My private therapy note: I talked with Dr. Okafor about sleeping badly before deadlines.", date=days_ago(5), metadata={"people": ["Dr. Okafor"], "tags": ["health"]})],
+            units=[
+                Unit(
+                    unit_anchor="body",
+                    title="Private note",
+                    content="My private therapy note: I talked with Dr. Okafor about sleeping badly before deadlines.",
+                    date=days_ago(5),
+                    metadata={"people": ["Dr. Okafor"], "tags": ["health"]},
+                )
+            ],
         )
     )
     return docs

@@ -22,7 +22,15 @@ class FakeOpenAI:
     is set when the client closes a stream before its end.
     """
 
-    def __init__(self, *, mode: str = "ok", reply: str = "", delay: float = 0.0, analysis: dict | str | None = None, usage: bool = True):
+    def __init__(
+        self,
+        *,
+        mode: str = "ok",
+        reply: str = "",
+        delay: float = 0.0,
+        analysis: dict | str | None = None,
+        usage: bool = True,
+    ):
         self.mode = mode
         self.reply = reply
         self.delay = delay
@@ -62,7 +70,9 @@ class FakeOpenAI:
                     content = fake.analysis if isinstance(fake.analysis, str) else json.dumps(fake.analysis or {})
                     return self._json(200, _completion(content, body, prompt=120, completion=30))
                 if not body.get("stream"):
-                    return self._json(200, _completion(fake.reply, body, prompt=200, completion=len(fake.reply.split())))
+                    return self._json(
+                        200, _completion(fake.reply, body, prompt=200, completion=len(fake.reply.split()))
+                    )
                 return self._stream(body)
 
             def _json(self, status: int, payload: dict):
@@ -88,7 +98,9 @@ class FakeOpenAI:
                             time.sleep(fake.delay)
                     self._event(_chunk(body, {}, finish="stop"))
                     if fake.usage:
-                        usage = {"prompt_tokens": 321, "completion_tokens": len(words), "total_tokens": 321 + len(words)}
+                        usage = {
+                            "prompt_tokens": 321, "completion_tokens": len(words), "total_tokens": 321 + len(words)
+                        }
                         self._event({**_chunk(body, {}), "choices": [], "usage": usage})
                     self.wfile.write(b"data: [DONE]\n\n")
                     self.wfile.flush()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -11,17 +10,16 @@ from pathlib import Path
 import pytest
 
 from feedback.models import Interaction
+from tests.browser import chromium_installed, headless_chromium
 from tests.rag.answering.fake_openai import FakeOpenAI, use_fake
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(
-        not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()),
-        reason="headless browser test needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)",
+        not chromium_installed(),
+        reason="headless browser test needs Debian's chromium and chromium-driver "
+        "(apt-get install -y chromium chromium-driver)",
     ),
 ]
 
@@ -30,23 +28,9 @@ SCREENSHOT = Path(tempfile.gettempdir()) / "knowhub-ask-page.png"
 
 @pytest.fixture
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="knowhub-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", "--window-size=1200,1000",
-    ):  # fmt: skip
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
-    shutil.rmtree(profile, ignore_errors=True)
+    with headless_chromium(width=1200, height=1000) as driver:
+        driver.set_page_load_timeout(60)
+        yield driver
 
 
 def login(browser, live_server, user):
@@ -99,11 +83,18 @@ def test_ask_streams_an_answer_with_sources_and_feedback_buttons(browser, live_s
     assert "<" not in answer.text  # markdown rendered, nothing raw
     sources = browser.find_elements(By.CSS_SELECTOR, "#thread .turn .sources li")
     assert sources and any("Closures" in li.text for li in sources)
-    assert browser.find_elements(By.CSS_SELECTOR, "#thread .turn .sources li.cited a.src-link[href^='https://course.example/']")
-    dates = [li.find_element(By.CSS_SELECTOR, ".date").text for li in sources]
-    dated = [d for d in dates if d]
-    assert dated == sorted(dated) and dates[: len(dated)] == dated  # by date, undated last
-    assert "extractive" in turn.text and "NEW_QUERY" in turn.text
+    # Every source opens its document view; one with an original link offers it beside.
+    assert all(
+        "/documents/" in a.get_attribute("href")
+        for a in browser.find_elements(By.CSS_SELECTOR, "#thread .turn .sources li a.src-link")
+    )
+    assert browser.find_elements(By.CSS_SELECTOR, "#thread .turn .sources li.cited a.orig-link[href^='https://course.example/']")
+    numbers = [int(li.find_element(By.CSS_SELECTOR, ".n").text.strip("[]")) for li in sources]
+    assert numbers == sorted(numbers)  # listed in the order the answer numbers them
+    # Plain words for people: no internal strategy names, "no AI model" said once, no zero cost.
+    assert turn.text.count("Quoted from your sources (no AI model)") == 1
+    assert "NEW_QUERY" not in turn.text and "extractive" not in turn.text.lower() and "$0.0" not in turn.text
+    assert browser.find_element(By.ID, "question").get_attribute("value") == ""  # cleared after sending
     browser.save_screenshot(str(SCREENSHOT))
     # Thumbs up is wired to the feedback endpoint (404 until it exists is fine): no page error.
     turn.find_element(By.CSS_SELECTOR, ".thumbs button[data-outcome='1']").click()
@@ -113,7 +104,10 @@ def test_ask_streams_an_answer_with_sources_and_feedback_buttons(browser, live_s
     # A follow-up in the same conversation reuses the sources.
     ask(browser, "tell me more")
     wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#thread .turn .meta:not([hidden])")) == 2)
-    assert "REUSE" in browser.find_element(By.CSS_SELECTOR, "#thread .turn").text
+    questions = [q.text for q in browser.find_elements(By.CSS_SELECTOR, "#thread .turn .question")]
+    assert questions == ["What is a closure in JavaScript?", "tell me more"]  # oldest first
+    assert Interaction.objects.filter(user=user, strategy="REUSE").count() == 1
+    assert "REUSE" not in browser.find_element(By.ID, "thread").text
 
 
 def test_stop_during_a_slow_stream_stops_generation(browser, live_server, corpus, settings, user):
@@ -139,5 +133,9 @@ def test_stop_during_a_slow_stream_stops_generation(browser, live_server, corpus
         assert not browser.find_element(By.ID, "ask-btn").get_attribute("disabled")
     row = wait_for(lambda: Interaction.objects.filter(filters__stopped=True).first(), timeout=20)
     assert row.answer and row.model == "fake-model"
-    logs = [e for e in browser.get_log("browser") if e["level"] == "SEVERE" and "/rag/feedback" not in e["message"] and "favicon" not in e["message"]]
+    logs = [
+        e
+        for e in browser.get_log("browser")
+        if e["level"] == "SEVERE" and "/rag/feedback" not in e["message"] and "favicon" not in e["message"]
+    ]
     assert not logs, json.dumps(logs)

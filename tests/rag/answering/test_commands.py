@@ -31,7 +31,9 @@ def test_ask_streams_the_answer_then_sources_and_costs(corpus):
     text = out.getvalue()
     assert "pending" in text.split("Sources")[0]
     assert "Sources" in text and "*[" in text and "Promises" in text
-    assert "extractive" in text and "NEW_QUERY" in text
+    # Words a person reads, not internal names (issue 10, point 8).
+    assert "quotes from the sources" in text and "new search" in text and "free (local)" in text
+    assert "NEW_QUERY" not in text and "$0.00000" not in text
     assert len([w for w in out.writes if w.strip()]) > 4  # sentence by sentence, not one block
     assert "searching" in err.getvalue() and "generating" in err.getvalue()
     assert Interaction.objects.filter(query="What states can a promise be in?", user=None).exists()

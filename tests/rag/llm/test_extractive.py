@@ -13,7 +13,8 @@ from rag.llm.extractive import ExtractiveLLM, split_sentences
 from tests.rag.answering.conftest import COURSE, MEETINGS
 
 SOURCES = [ContextSource(n=i, title=t, text=txt) for i, (_, t, _, txt) in enumerate(COURSE, start=1)] + [
-    ContextSource(n=len(COURSE) + i, title=e, text=txt, date="2025-03-01") for i, (_, _, e, txt) in enumerate(MEETINGS, start=1)
+    ContextSource(n=len(COURSE) + i, title=e, text=txt, date="2025-03-01")
+    for i, (_, _, e, txt) in enumerate(MEETINGS, start=1)
 ]
 
 
@@ -86,7 +87,11 @@ def test_cannot_do_structured_output():
 
 
 def test_sentence_splitting_reads_notes_as_prose():
-    text = "type:: [[Feature]]\ndescription:: Cards are blocks that are meant for memorization\n- ## Usage\n\t- Add `#card` to a [[block]] to make it a card. See ((6103e488-22d4-4751-b27a-69b278067c26)) too.\n```js\nconst x = 1; // code is never quoted\n```"
+    text = (
+        "type:: [[Feature]]\ndescription:: Cards are blocks that are meant for memorization\n- ## Usage\n"
+        "\t- Add `#card` to a [[block]] to make it a card. See ((6103e488-22d4-4751-b27a-69b278067c26)) too.\n"
+        "```js\nconst x = 1; // code is never quoted\n```"
+    )
     assert split_sentences(text) == [
         "Cards are blocks that are meant for memorization",
         "Add `#card` to a block to make it a card.",

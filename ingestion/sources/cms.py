@@ -1,4 +1,4 @@
-"""Admin-managed content → ``SourceDocument``s (seed 001's shapers).
+"""The CMS source: admin-managed content (pages, imagimodels, reflections) → ``SourceDocument``s.
 
 Pure functions of model instances (callers prefetch what they read). Every page block is one
 unit anchored on the block's id, so editing one block re-embeds only that block's chunks, and
@@ -56,7 +56,9 @@ def _file_language(file: dict) -> str:
 
 
 def course_domain(course, subchapter=None) -> str:
-    """Seed 001: canon course → slugified subchapter title; other courses → the course slug."""
+    """The domain filter value: canon course → slugified subchapter title; other courses → the
+    course slug (each canon subchapter covers one technology, e.g. ``javascript``, ``react``;
+    every other course is about one subject)."""
     if course.is_canon and subchapter is not None:
         return slugify(subchapter.title)[:100]
     return course.slug[:100]
@@ -70,7 +72,7 @@ def page_breadcrumb(page: Page) -> str:
 
 def page_url(page: Page) -> str:
     """Where a hit links to: ``KNOWHUB_COURSE_PAGE_URL`` filled with the page's slugs."""
-    template = getattr(settings, "KNOWHUB_COURSE_PAGE_URL", "")
+    template = settings.KNOWHUB_COURSE_PAGE_URL
     if not template:
         return ""
     sub = page.subchapter
@@ -252,7 +254,7 @@ def imagimodel_document(model: Imagimodel) -> SourceDocument:
 
 
 def reflection_document(reflection: Reflection) -> SourceDocument:
-    """A reflection: private to its author, PII level 2, the user known only by a sha256 hash."""
+    """A reflection: private to its author, PII level 2, the user known only by a keyed hash."""
     owner = user_hash(reflection.user_id)
     page = reflection.page
     breadcrumb = page_breadcrumb(page) if page else ""
@@ -261,7 +263,8 @@ def reflection_document(reflection: Reflection) -> SourceDocument:
     if page:
         meta["page_id"] = page.pk
     unit = Unit(
-        unit_anchor="u_0", content=reflection.text.strip(), title=reflection.title or (f"Reflection on {page.title}" if page else "Reflection"),
+        unit_anchor="u_0", content=reflection.text.strip(),
+        title=reflection.title or (f"Reflection on {page.title}" if page else "Reflection"),
         breadcrumb=breadcrumb, domain=domain, concepts=sorted(page.concepts) if page else [],
         date=reflection.created_at.date() if reflection.created_at else None, metadata=meta,
     )  # fmt: skip

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+from pathlib import Path
 
 from rag.services import chunk_upsert
 from rag.units import SourceDocument, Unit
@@ -62,7 +64,10 @@ def doc(
         project=project,
         owner_hash=owner_hash,
         units=[
-            Unit(unit_anchor=f"u{i}", title=title, content=content if i == 0 else f"{content} (part {i + 1})", **unit_fields)
+            Unit(
+                unit_anchor=f"u{i}", title=title, content=content if i == 0 else f"{content} (part {i + 1})",
+                **unit_fields,
+            )
             for i in range(units)
         ],
     )
@@ -71,11 +76,22 @@ def doc(
 def topic_corpus() -> list[SourceDocument]:
     """Six topics with distinct metadata, so each filter selects a known subset."""
     meta = {
-        "closures": dict(domain="javascript", concepts=["closures", "scope"], code_languages=["javascript"], date=dt.date(2024, 1, 10)),
-        "promises": dict(domain="javascript", concepts=["async"], code_languages=["javascript"], has_image=True, date=dt.date(2024, 3, 5)),
-        "hooks": dict(domain="react", concepts=["hooks", "state"], mnemonic_tags=["fishing-hook"], has_image=True, date=dt.date(2024, 6, 1)),
+        "closures": dict(
+            domain="javascript", concepts=["closures", "scope"], code_languages=["javascript"],
+            date=dt.date(2024, 1, 10),
+        ),
+        "promises": dict(
+            domain="javascript", concepts=["async"], code_languages=["javascript"], has_image=True,
+            date=dt.date(2024, 3, 5),
+        ),
+        "hooks": dict(
+            domain="react", concepts=["hooks", "state"], mnemonic_tags=["fishing-hook"], has_image=True,
+            date=dt.date(2024, 6, 1),
+        ),
         "sql": dict(domain="postgres", concepts=["indexes"], code_languages=["sql"], date=dt.date(2025, 2, 1)),
-        "vectors": dict(domain="postgres", concepts=["indexes", "embeddings"], mnemonic_tags=["compass"], date=dt.date(2025, 5, 20)),
+        "vectors": dict(
+            domain="postgres", concepts=["indexes", "embeddings"], mnemonic_tags=["compass"], date=dt.date(2025, 5, 20)
+        ),
         "mitochondria": dict(domain="biology", concepts=["cells"], date=None),
     }
     docs = []
@@ -89,3 +105,28 @@ def topic_corpus() -> list[SourceDocument]:
 def load(documents: list[SourceDocument], embedder) -> None:
     result = chunk_upsert(documents=documents, embedder=embedder)
     assert not result.errors, result.errors
+
+
+def beir_folder(
+    folder: Path,
+    *,
+    corpus: dict[str, tuple[str, str]],
+    queries: dict[str, tuple[str, dict[str, int]]],
+    split: str = "test",
+    unjudged: dict[str, str] | None = None,
+) -> Path:
+    """Write a BEIR folder: ``corpus`` id → (title, text), ``queries`` id → (text, {doc id: grade}),
+    ``unjudged`` id → text of queries with no qrels line."""
+    (folder / "qrels").mkdir(parents=True)
+    with (folder / "corpus.jsonl").open("w") as fh:
+        for _id, (title, text) in corpus.items():
+            fh.write(json.dumps({"_id": _id, "title": title, "text": text}) + "\n")
+    with (folder / "queries.jsonl").open("w") as fh:
+        for _id, text in [(q, text) for q, (text, _) in queries.items()] + list((unjudged or {}).items()):
+            fh.write(json.dumps({"_id": _id, "text": text}) + "\n")
+    with (folder / "qrels" / f"{split}.tsv").open("w") as fh:
+        fh.write("query-id\tcorpus-id\tscore\n")
+        for _id, (_, rels) in queries.items():
+            for doc_id, grade in rels.items():
+                fh.write(f"{_id}\t{doc_id}\t{grade}\n")
+    return folder

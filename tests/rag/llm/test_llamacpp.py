@@ -37,7 +37,11 @@ def test_a_local_gguf_answers_through_the_same_pipeline(client, corpus, user, se
     client.force_login(user)
     models = [m["id"] for m in client.get("/rag/facets").json()["models"]]
     assert "local-gguf" in models
-    r = client.post("/rag/ask/stream", data=json.dumps({"query": "What is a closure in JavaScript?", "model": "local-gguf"}), content_type="application/json")
+    r = client.post(
+        "/rag/ask/stream",
+        data=json.dumps({"query": "What is a closure in JavaScript?", "model": "local-gguf"}),
+        content_type="application/json",
+    )
     raw = b"".join(r.streaming_content).decode()
     events = [(b.split("\n")[0][7:], json.loads(b.split("\n")[1][6:])) for b in raw.strip().split("\n\n")]
     types = [t for t, _ in events]

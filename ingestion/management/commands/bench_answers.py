@@ -1,0 +1,78 @@
+"""``manage.py bench_answers --dataset DIR``: answer quality on a folder of QMSum meetings.
+
+It lives in ingestion because it indexes the folder first (``ingest_document_paths``); the ask
+pipeline and the figures are rag's (``rag.answering.answer_bench``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from rag.answering import answer_bench
+from rag.answering.evaluation import read_questions
+
+KEYS = (
+    "questions", "meeting_in_sources", "citations_from_meeting", "refusal_rate", "rougeL_f1",
+    "offtopic_refusal_rate", "seconds", "seconds_per_question",
+)  # fmt: skip
+
+
+class Command(BaseCommand):
+    help = (
+        "Index a folder of QMSum meeting files (idempotent) and ask every specific_query_list question "
+        "through the ask pipeline; print meeting_in_sources, citations_from_meeting, refusal_rate, "
+        "rougeL_f1, offtopic_refusal_rate and seconds."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dataset", type=Path, required=True, help="Folder of QMSum meeting JSON files.")
+        parser.add_argument(
+            "--collection", default="qmsum", help="Collection the meetings are indexed into and asked in."
+        )
+        parser.add_argument("--model", default=None, help="A model id (default: the configured one).")
+        parser.add_argument(
+            "--offtopic", type=Path, default=answer_bench.DEFAULT_OFFTOPIC, help="Unanswerable questions, one a line."
+        )
+        parser.add_argument("--limit", type=int, default=None, help="Ask only the first N questions (a quick check).")
+        parser.add_argument("--no-ingest", action="store_true", help="Skip indexing (the folder is already indexed).")
+        parser.add_argument("--json", action="store_true", help="Print the JSON object only.")
+
+    def handle(self, *args, **opts):
+        from ingestion.services import IngestError, ingest_document_paths
+
+        root: Path = opts["dataset"]
+        if not root.is_dir():
+            raise CommandError(f"{root} is not a folder")
+        questions = answer_bench.qmsum_questions(root)
+        if not questions:
+            raise CommandError(f"No QMSum meeting file with specific_query_list questions in {root}")
+        if opts["limit"]:
+            questions = questions[: opts["limit"]]
+        if not opts["offtopic"].exists():
+            raise CommandError(f"No question file {opts['offtopic']}")
+        offtopic = read_questions(opts["offtopic"])
+        if opts["limit"]:
+            offtopic = offtopic[: opts["limit"]]
+        if not opts["no_ingest"]:
+            try:
+                run = ingest_document_paths(paths=[root], collection=opts["collection"])
+            except IngestError as exc:
+                raise CommandError(str(exc)) from exc
+            self.stderr.write(f"indexed {root}: ingest run {run.pk} ({run.status})")
+        try:
+            report = answer_bench.run_bench(
+                questions=questions, offtopic=offtopic, collection=opts["collection"], model=opts["model"]
+            )
+        except ValueError as exc:  # an unknown model or collection: the ask pipeline's own message
+            raise CommandError(str(exc)) from exc
+        if opts["json"]:
+            self.stdout.write(json.dumps(report, indent=2))
+            return
+        for key in KEYS:
+            self.stdout.write(f"{key:24} {report[key]}")
+        for name, half in report["halves"].items():  # fit: every other meeting; held_out: the rest
+            figures = ", ".join(f"{k} {half[k]}" for k in KEYS if k in half)
+            self.stdout.write(f"{name:24} meetings {half['meetings']}, {figures}")

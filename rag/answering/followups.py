@@ -1,0 +1,169 @@
+"""Follow-up questions made searchable: "who raised them?" → what was actually searched.
+
+A follow-up leans on the conversation: its pronouns point at the previous question's subject,
+and "tell me more about Northwind" names a *new* subject. Offline, the previous question's
+subject terms (its names and content words) are carried into the searched query when the
+follow-up points back; a "more about X" question searches X. With a generative model a rewrite
+step turns the follow-up into a standalone question (and falls back to the offline rule when the
+model fails or answers with something unusable).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from rag.llm.base import LLMError
+
+logger = logging.getLogger(__name__)
+
+_MORE_ABOUT_RE = re.compile(
+    r"\b(?:tell me (?:more |something |everything )?about|more (?:about|on)|what about|how about|and about|"
+    r"(?:what|anything) (?:else )?(?:do (?:you|we) know )?about|expand on|elaborate on)\s+(?P<what>.+?)\s*[?.!]*\s*$",
+    re.I,
+)
+_POINTER_RE = re.compile(
+    r"\b(?:that|this|it|its|those|these|them|they|their|he|she|him|his|her|there|the same|the other|one)\b", re.I
+)
+_PRONOUN_ONLY_RE = re.compile(r"^(?:it|that|this|them|those|these|they|him|her|there)$", re.I)
+_QUESTION_WORDS = {"who", "what", "when", "where", "why", "how", "which", "whose", "whom"}
+MAX_CARRIED_TERMS = 8
+
+
+@dataclass
+class Rewrite:
+    searched_query: str
+    kind: str  # standalone | carried | new_subject | llm
+    subject: str = ""
+
+
+def _content_words(text: str) -> list[str]:
+    from rag.words import STOPWORDS, WORD_RE
+
+    out: list[str] = []
+    for word in WORD_RE.findall(text):
+        low = word.lower()
+        if low in STOPWORDS or low in _QUESTION_WORDS or len(word) < 3 or low in {w.lower() for w in out}:
+            continue
+        out.append(word)
+    return out
+
+
+def more_about(question: str) -> str:
+    """The subject of "tell me more about X" (empty when X is only a pronoun or absent)."""
+    m = _MORE_ABOUT_RE.search(question)
+    if not m:
+        return ""
+    what = re.sub(r"^(?:the|a|an)\s+", "", m["what"].strip(), flags=re.I)
+    return "" if not what or _PRONOUN_ONLY_RE.match(what) else what
+
+
+def offline_rewrite(*, question: str, previous: list[str]) -> Rewrite:
+    """The searched query for ``question`` given the earlier questions (oldest first).
+
+    - "tell me more about X" with a subject X: X is a new query (the earlier sources are not
+      reused: they were retrieved for something else).
+    - A question that points back ("who raised them?", "when was that?"): the previous
+      question's content words are carried in, so the search finds the same subject.
+    - Anything else stands alone.
+    """
+    subject = more_about(question)
+    if subject:
+        return Rewrite(
+            searched_query=subject if len(subject.split()) > 1 else f"{subject} {question}",
+            kind="new_subject",
+            subject=subject,
+        )
+    if not previous or not _POINTER_RE.search(question):
+        return Rewrite(searched_query=question, kind="standalone")
+    asked = {w.lower() for w in _content_words(question)}
+    carried = [w for w in _content_words(previous[-1]) if w.lower() not in asked][:MAX_CARRIED_TERMS]
+    if not carried:
+        return Rewrite(searched_query=question, kind="standalone")
+    return Rewrite(
+        searched_query=f"{question.rstrip()} ({' '.join(carried)})", kind="carried", subject=" ".join(carried)
+    )
+
+
+REWRITE_PROMPT = (
+    "Rewrite the user's last question so it can be understood without the conversation: replace "
+    "pronouns and vague references with what they refer to. Keep the user's words otherwise. If the "
+    "question already stands alone, return it unchanged. Reply with the question only."
+)
+
+
+def llm_rewrite(*, question: str, exchanges: list[tuple[str, str]], llm, timeout: float | None = None) -> Rewrite:
+    """A generative model's standalone version of ``question``; the offline rule on failure."""
+    previous = [q for q, _ in exchanges]
+    fallback = offline_rewrite(question=question, previous=previous)
+    if not exchanges:
+        return fallback
+    history = "\n".join(f"User: {q}\nAssistant: {(a or '')[:600]}" for q, a in exchanges[-3:])
+    messages = [
+        {"role": "system", "content": REWRITE_PROMPT},
+        {"role": "user", "content": f"Conversation:\n{history}\n\nLast question: {question}"},
+    ]
+    try:
+        completion = llm.complete(messages=messages, max_tokens=120, temperature=0.0, timeout=timeout)
+    except (LLMError, OSError, TimeoutError) as exc:
+        logger.warning("follow-up rewrite failed, carrying terms instead: %s", exc)
+        return fallback
+    text = (completion.text or "").strip().strip('"').strip()
+    text = (
+        re.sub(r"^(?:standalone question|question|rewritten)\s*:\s*", "", text, flags=re.I).splitlines()[0].strip()
+        if text
+        else ""
+    )
+    if not text or len(text) > 500:
+        return fallback
+    return Rewrite(searched_query=text, kind="llm")
+
+
+# "Who was it with?", "who was there?", "and who attended?": asks for the people of what the
+# conversation is about, not for a sentence sharing the question's (few) words.
+_WHO_RE = re.compile(r"^\s*(?:and|so|ok(?:ay)?|then)?[\s,]*(?:who|with whom)\b", re.I)
+_PRESENCE_WORDS = {
+    "attend", "attende", "meet", "join", "present", "participant", "participate", "involve", "there", "else", "came",
+    "come", "meeting", "call",
+}
+
+
+def asks_who_was_there(question: str) -> bool:
+    """A short "who" follow-up that names nothing new: who took part in what was just discussed."""
+    from rag.llm.extractive import content_terms
+
+    if not _WHO_RE.match(question) or len(question.split()) > 8:
+        return False
+    return not (content_terms(question) - _QUESTION_WORDS - _PRESENCE_WORDS)
+
+
+def _names_list(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def who_statement(doc) -> str:
+    """Who a source document involved, from its metadata, cited: ``**Title** (date) was with A and B [n].``
+
+    ``doc`` is a ``SourceDoc``; the people are its metadata's ``people`` (else the transcript's
+    ``speakers``) and the ``entity`` it is about. Empty when the metadata names no one.
+    """
+    from rag.answering.sources import plain_text
+
+    people: list[str] = []
+    entity = ""
+    for hit in doc.hits:
+        meta = hit.metadata or {}
+        for name in meta.get("people") or meta.get("speakers") or []:
+            if isinstance(name, str) and name.strip() and name.strip() not in people:
+                people.append(name.strip())
+        entity = entity or (meta.get("entity") or "")
+    if not people and not entity:
+        return ""
+    best = doc.best
+    title = plain_text(best.title) or best.source_id
+    when = f" ({best.date.isoformat()})" if best.date else ""
+    who = _names_list(people) if people else ""
+    if entity and who:
+        who = f"{who} ({entity})"
+    return f"**{title}**{when} was with {who or entity}, according to its metadata [{doc.n}]."

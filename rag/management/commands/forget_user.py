@@ -1,0 +1,39 @@
+"""``manage.py forget_user``: delete a user and their personal data (rag.privacy.user_forget)."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+
+class Command(BaseCommand):
+    help = (
+        "Delete a user with their private chunks (session artifacts, reflections, private documents) "
+        "and those chunks' history, and anonymise their interactions and judgments; one transaction."
+    )
+
+    def add_arguments(self, parser):
+        who = parser.add_mutually_exclusive_group(required=True)
+        who.add_argument("--username")
+        who.add_argument("--id", type=int)
+        parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+        parser.add_argument("--json", action="store_true", help="print what was removed as JSON")
+
+    def handle(self, *args, username=None, id=None, yes=False, json=False, **opts):
+        from rag.privacy import user_forget
+
+        User = get_user_model()
+        lookup = {"pk": id} if id is not None else {User.USERNAME_FIELD: username}
+        user = User.objects.filter(**lookup).first()
+        if user is None:
+            raise CommandError(f"no user with {lookup}")
+        if not yes and input(f"Forget user {user.get_username()!r} (id {user.pk}) for good? [y/N] ").lower() != "y":
+            raise CommandError("aborted; nothing changed")
+        result = user_forget(user=user).as_dict()
+        self.stdout.write(_dump(result) if json else ", ".join(f"{k}: {v}" for k, v in result.items()))
+
+
+def _dump(obj) -> str:
+    return json.dumps(obj, indent=2)

@@ -1,0 +1,743 @@
+"""The keyword half of hybrid search: one protocol, two backends, chosen once per process.
+
+- ``pg_textsearch`` (Timescale's ``bm25`` index access method, Block-Max WAND top-k) over the
+  stored column ``rag_chunk.search_text`` (title + content; the extension indexes columns only).
+  Corpus statistics (IDF, average length) are the whole index's, including chunks a caller
+  cannot see (README, security notes). Needs ``shared_preload_libraries = pg_textsearch``.
+- ``sql``: Okapi BM25 computed in SQL from ``rag_term_stat`` (statement triggers keep per-ACL
+  partition document frequencies), so IDF only ever counts chunks the caller may see. Works on
+  any PostgreSQL with pgvector (managed services).
+
+``active_backend()`` picks one (``KNOWHUB_TEXT_BACKEND``: auto / pg_textsearch / sql) and puts
+the schema in that backend's state: with pg_textsearch the term-stat triggers are dropped (no
+chunk write pays for statistics nobody reads); switching back recreates them and rebuilds the
+statistics from the chunks, and drops the bm25 index and its column. Either switch runs under an
+advisory lock in one transaction, so a database moved between servers never serves stale
+statistics.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from rag.acl import Scope
+
+logger = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 2000
+MAX_TSQUERY_TERMS = 64
+# SQL backend, MaxScore: the first pass matches the rarest lexemes up to this many rows (or 20 × n).
+MAXSCORE_MIN_BUDGET = 2000
+# SQL backend: text candidates always come from at least this many of the rarest lexemes.
+MATCH_MIN_TERMS = 1
+
+BM25_INDEX = "chunk_search_text_bm25"
+_SWITCH_LOCK = 7_160_016  # pg_advisory_xact_lock key: one backend switch at a time
+_TRIGGERS = ("rag_chunk_term_stat_insert", "rag_chunk_term_stat_update", "rag_chunk_term_stat_delete")
+_CREATE_TRIGGERS = """
+CREATE TRIGGER rag_chunk_term_stat_insert AFTER INSERT ON rag_chunk
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION rag_term_stat_on_insert();
+CREATE TRIGGER rag_chunk_term_stat_update AFTER UPDATE ON rag_chunk
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
+        EXECUTE FUNCTION rag_term_stat_on_update();
+CREATE TRIGGER rag_chunk_term_stat_delete AFTER DELETE ON rag_chunk
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rag_term_stat_on_delete();
+"""
+
+
+def clean_query_text(text: str) -> str:
+    """Cap and clean a query before it reaches the parser (long queries overflow ``to_tsquery``)."""
+
+    words = re.findall(r"\w+", text[:MAX_QUERY_CHARS].lower())
+    seen: list[str] = []
+    for word in words:
+        if word not in seen:
+            seen.append(word)
+        if len(seen) >= MAX_TSQUERY_TERMS:
+            break
+    return " ".join(seen)
+
+
+def _tsquery(lexemes: list[str]) -> str:
+    """The OR of already-stemmed lexemes as ``tsquery`` input (quoted, so cast it)."""
+    return " | ".join("'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in lexemes)
+
+
+@dataclass
+class TextQuery:
+    """What a backend prepared for one query: its lexemes and the SQL parameters its scoring
+    expression (``score_sql``) reads. ``lexemes`` empty: the query has no searchable word."""
+
+    lexemes: list[str]
+    params: dict = field(default_factory=dict)
+
+    @property
+    def has_text(self) -> bool:
+        return bool(self.lexemes)
+
+
+class TextBackend(Protocol):
+    name: str
+
+    def prepare(self, cursor, *, query: str, filters, scope: Scope) -> TextQuery: ...
+
+    def candidates(self, cursor, tq: TextQuery, *, where: str, params: dict, n: int) -> list[tuple[int, float]]:
+        """The ``n`` best visible chunks by text score (``where`` applied in the SQL), best first."""
+        ...
+
+    def score_sql(self, alias: str) -> str:
+        """A SQL expression: chunk ``alias``'s text score (higher is better; params of ``prepare``)."""
+        ...
+
+    def known_collections(self, scope: Scope) -> list[str]: ...
+
+    def is_set_up(self, cursor) -> bool: ...
+
+    def set_up(self, cursor) -> None: ...
+
+
+# --- the portable SQL BM25 -------------------------------------------------------------------
+
+
+def stats_sql(filters, scope: Scope) -> tuple[str, dict]:
+    """The WHERE fragment selecting the ``rag_term_stat`` partitions a search's IDF is taken over:
+    the caller's ACL partitions of the requested collections (other filters do not narrow IDF)."""
+    acl_sql, acl_params = scope.sql("s")
+    params: dict = {}
+    for i, value in enumerate(acl_params):
+        params[f"s{i}"] = value
+        acl_sql = acl_sql.replace("%s", f"%(s{i})s", 1)
+    clauses = [acl_sql]
+    if filters.collections:
+        params["s_collections"] = list(filters.collections)
+        clauses.append("s.collection = ANY(%(s_collections)s)")
+    return " AND ".join(clauses), params
+
+
+@dataclass
+class TermWeights:
+    """The query's lexemes with their document frequency and BM25 IDF over the visible chunks."""
+
+    lexemes: list[str]
+    dfs: list[int]
+    idfs: list[float]
+    avgdl: float
+    docs: int
+
+    def tsquery(self, lexemes: list[str] | None = None) -> str:
+        """The OR of ``lexemes`` (default all) as ``tsquery`` input: already stemmed, so cast it."""
+        return _tsquery(self.lexemes if lexemes is None else lexemes)
+
+
+def term_weights(cursor, query: str, stats_where: str, params: dict) -> TermWeights:
+    """Stem the query like the index does and look up each lexeme's document frequency.
+
+    Frequencies come from ``rag_term_stat`` restricted to the caller's ACL partitions and the
+    requested collections, so a chunk the caller cannot see never changes an IDF.
+    IDF is Lucene's ``ln(1 + (N − df + 0.5) / (df + 0.5))``; lexemes no visible chunk holds
+    are dropped (they match nothing).
+    """
+    cursor.execute(
+        f"""
+        SELECT l.lexeme, coalesce(sum(s.docs), 0), coalesce(sum(s.length), 0)
+        FROM (SELECT unnest(tsvector_to_array(to_tsvector('english', %(qtext)s))) UNION SELECT '') AS l(lexeme)
+        LEFT JOIN rag_term_stat s ON s.lexeme = l.lexeme AND {stats_where}
+        GROUP BY l.lexeme
+        """,
+        {**params, "qtext": clean_query_text(query)},
+    )
+    stats = {lex: (int(df), int(length)) for lex, df, length in cursor.fetchall()}
+    n, total = stats.pop("", (0, 0))
+    lexemes = sorted((lex for lex, (df, _) in stats.items() if df > 0), key=lambda lex: (stats[lex][0], lex))
+    dfs = [stats[lex][0] for lex in lexemes]
+    idfs = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for df in dfs]
+    return TermWeights(lexemes=lexemes, dfs=dfs, idfs=idfs, avgdl=max(total / n, 1.0) if n else 1.0, docs=n)
+
+
+class SqlBm25:
+    """Okapi BM25 in SQL: GIN match on ``tsv``, scored from ``rag_term_stat`` (MaxScore passes)."""
+
+    name = "sql"
+
+    def prepare(self, cursor, *, query: str, filters, scope: Scope) -> TextQuery:
+        stats_where, stats_params = stats_sql(filters, scope)
+        terms = term_weights(cursor, query, stats_where, stats_params)
+        return TextQuery(
+            lexemes=terms.lexemes,
+            params={
+                "tsq": terms.tsquery() if terms.lexemes else "",
+                "lexemes": terms.lexemes,
+                "idfs": terms.idfs,
+                "avgdl": terms.avgdl,
+                "k1": settings.KNOWHUB_BM25_K1,
+                "b": settings.KNOWHUB_BM25_B,
+                "_terms": terms,
+            },
+        )
+
+    def score_sql(self, alias: str) -> str:
+        """Okapi BM25 of chunk ``alias`` against all the query lexemes.
+
+        Inline rather than a call to ``rag_bm25()``: a SQL function call per row costs an executor
+        start-up, a scalar sub-select only a rescan (5× cheaper, measured). ``setweight(…, 'C',
+        lexemes)`` + ``ts_filter(…, '{c}')`` (both C) cut the tsvector down to the query's lexemes
+        before the unnest (``tsv`` only ever carries weights A and B). Term frequency is the
+        lexeme's position count, document length its distinct-lexeme count.
+        """
+        if settings.KNOWHUB_TEXT_SCORING == "ts_rank_cd":
+            return f"ts_rank_cd({alias}.tsv, %(tsq)s::tsquery, 32)"
+        return f"""(SELECT coalesce(sum(q.idf * cardinality(u.positions) * (%(k1)s + 1)
+                       / (cardinality(u.positions) + %(k1)s * (1 - %(b)s + %(b)s * length({alias}.tsv)
+                           / %(avgdl)s))), 0)
+                    FROM unnest(ts_filter(setweight({alias}.tsv, 'C', %(lexemes)s::text[]), '{{c}}')) u
+                    JOIN unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS q(lexeme, idf) ON q.lexeme = u.lexeme)"""
+
+    def candidates(self, cursor, tq: TextQuery, *, where: str, params: dict, n: int) -> list[tuple[int, float]]:
+        """The ``n`` best chunks by text score (all query lexemes), best first, as (id, score).
+
+        BM25 must score every chunk that matches any query word, and a common word matches a
+        large share of the index. MaxScore keeps that exact but cheaper: a lexeme contributes at
+        most ``idf·(k1+1)``, so once the ``n``-th best score θ among chunks holding the rarer
+        lexemes exceeds the summed bounds of the commonest ones, a chunk holding only common
+        lexemes cannot enter the top ``n`` and those lexemes need not be matched (they are still
+        scored). When θ is too low for that, lexemes held by more than
+        ``KNOWHUB_BM25_MATCH_MAX_DF`` of the visible chunks are still never matched (they still
+        score every candidate). ``KNOWHUB_TEXT_MAX_MATCHES`` (0: no cap) bounds the rows a later
+        pass may match. Plan per pass: Bitmap Index Scan on chunk_tsv_gin → Bitmap Heap Scan →
+        top-N sort.
+        """
+        terms: TermWeights = tq.params["_terms"]
+        sql = f"""
+            SELECT c.id, {self.score_sql("c")} AS s FROM rag_chunk c
+            WHERE c.tsv @@ %(match)s::tsquery AND {where}
+            ORDER BY s DESC, c.id LIMIT %(n)s
+        """
+        k1 = settings.KNOWHUB_BM25_K1
+        bounds = [idf * (k1 + 1) for idf in terms.idfs]  # lexemes are sorted rarest first
+        count, budget = len(terms.lexemes), 0
+        if settings.KNOWHUB_TEXT_SCORING == "bm25":
+            # First pass: the rarest lexemes, as many as keep the matched rows near a budget.
+            budget, matched, count = max(20 * n, MAXSCORE_MIN_BUDGET), 0, 0
+            while count < len(terms.lexemes) and (count == 0 or matched + terms.dfs[count] <= budget):
+                matched += terms.dfs[count]
+                count += 1
+        allowed = max(count, _match_limit(terms))
+        while True:
+            cursor.execute(sql, {**params, "match": terms.tsquery(terms.lexemes[:count]), "n": n})
+            rows = [(int(i), float(score)) for i, score in cursor.fetchall()]
+            if count == len(terms.lexemes):
+                return rows
+            theta = rows[-1][1] if len(rows) >= n else 0.0
+            needed = count
+            while needed < len(terms.lexemes) and sum(bounds[needed:]) >= theta:
+                needed += 1
+            if needed == count:
+                return rows
+            if needed > allowed:
+                if count >= allowed:  # only common lexemes left: keep the rarer ones' top n
+                    return rows
+                needed = allowed
+            cap = settings.KNOWHUB_TEXT_MAX_MATCHES
+            if cap and sum(terms.dfs[:needed]) > max(cap, budget):
+                return rows
+            count = needed
+
+    def known_collections(self, scope: Scope) -> list[str]:
+        """Read from the per-partition chunk counts in ``rag_term_stat`` (index-only)."""
+        acl_sql, params = scope.sql("s")
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT s.collection FROM rag_term_stat s WHERE s.lexeme = '' AND {acl_sql} "
+                "GROUP BY s.collection HAVING sum(s.docs) > 0 ORDER BY 1",
+                params,
+            )
+            return [row[0] for row in cursor.fetchall()]
+
+    def is_set_up(self, cursor) -> bool:
+        return triggers_present(cursor) and not _bm25_index_present(cursor)
+
+    def set_up(self, cursor) -> None:
+        from rag import term_stats
+
+        cursor.execute(f"DROP INDEX IF EXISTS {BM25_INDEX}")
+        cursor.execute(f"ALTER TABLE rag_chunk DROP COLUMN IF EXISTS search_text, DROP COLUMN IF EXISTS {DL_COLUMN}")
+        cursor.execute(f"DROP FUNCTION IF EXISTS {DL_FUNCTION}(text)")
+        if not triggers_present(cursor):
+            cursor.execute(_CREATE_TRIGGERS)
+            rows = term_stats.rebuild()  # the statistics went stale while the triggers were off
+            logger.info("SQL BM25: term-stat triggers recreated, %s statistics rows rebuilt", rows)
+
+
+def _match_limit(terms: TermWeights) -> int:
+    """How many of the (rarest-first) lexemes text candidates may be matched on: those with
+    ``df ≤ KNOWHUB_BM25_MATCH_MAX_DF · N`` (0: all), but at least ``MATCH_MIN_TERMS``."""
+    max_df = settings.KNOWHUB_BM25_MATCH_MAX_DF
+    if not max_df:
+        return len(terms.lexemes)
+    limit = sum(1 for df in terms.dfs if df <= max_df * terms.docs)
+    return max(limit, min(MATCH_MIN_TERMS, len(terms.lexemes)))
+
+
+def triggers_present(cursor) -> bool:
+    cursor.execute(
+        "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'rag_chunk'::regclass AND tgname = ANY(%s)", [list(_TRIGGERS)]
+    )
+    return cursor.fetchone()[0] == len(_TRIGGERS)
+
+
+def triggers_present_now() -> bool:
+    with connection.cursor() as cursor:
+        return triggers_present(cursor)
+
+
+def _bm25_index_present(cursor) -> bool:
+    cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [BM25_INDEX])
+    return cursor.fetchone()[0]
+
+
+# --- pg_textsearch ---------------------------------------------------------------------------
+
+
+class PgTextsearch:
+    """BM25 from the ``bm25`` index on ``search_text``; plan chosen by the filter's selectivity.
+
+    Broad filter (or none): ``ORDER BY search_text <@> to_bm25query(q, index) LIMIT n`` walks the
+    index in score order (Block-Max WAND) and drops rows the WHERE refuses; it keeps going until
+    ``n`` rows pass, so the page is full. Selective filter (``KNOWHUB_TEXT_FILTER_FIRST_*``, the
+    planner's estimate of the rows the WHERE keeps): walking the index would read ~n/selectivity
+    rows, so the filter goes first (B-tree/GIN indexes, the ``tsv`` GIN for "holds a query word")
+    and only the survivors are scored, by the same ``<@>`` operator with the index's statistics.
+    """
+
+    name = "pg_textsearch"
+
+    def prepare(self, cursor, *, query: str, filters, scope: Scope) -> TextQuery:
+        """The query's lexemes, and what scoring a row from its stored ``tsv`` needs (``score_sql``).
+
+        pg_textsearch scores a row ``Σ idf·qf·tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))`` over the
+        query lexemes (``qf``: the lexeme's count in the query; ``dl``: the row's token count,
+        quantised like the index stores it). Its ``<@>`` operator computes that from the row's
+        text, re-parsing it (~0.1 ms a row at 100k chunks, most of a search that scores the
+        candidates of the vector side or a selective filter's survivors). The same number comes
+        from the ``tsv`` column (same parser and configuration, the same tokens) once the index's
+        weights are known, and the operator gives those cheaply on one-word documents: one holding
+        only lexeme ``l`` scores ``s1_l = w_l·(k1+1)/(1 + k1·(1−b) + B)`` with ``w_l = idf·qf`` and
+        ``B = k1·b/avgdl``; the same word plus 38 filler tokens (length 39, stored exactly) gives
+        ``B``. So a row scores ``(1 + k1·(1−b) + B) · Σ s1_l·tf / (tf + k1·(1−b) + B·dl)``: the
+        operator's value to float4 precision. One statement; ``k1`` and ``b`` are the index's own
+        options. A lexeme no one-word document yields (rare: ``foo_bar``) keeps the operator
+        (``bm25_exact`` false).
+        """
+        text = clean_query_text(query)
+        words = text.split()
+        filler = next(f for f in _FILLERS if f not in words)
+        cursor.execute(_PREPARE_SQL, {"bm25q": text, "bm25index": BM25_INDEX, "filler": filler})
+        all_lexemes, weights_for, one, long_lexeme, s_long, options = cursor.fetchone()
+        lexemes = sorted(all_lexemes or [])
+        s1 = dict(zip(weights_for or [], one or [], strict=True))
+        params = {"bm25q": text, "bm25index": BM25_INDEX, "tsq": _tsquery(lexemes)}
+        opts = dict(o.split("=", 1) for o in options or [] if "=" in o)
+        k1 = float(opts.get("k1", settings.KNOWHUB_BM25_K1))
+        b = float(opts.get("b", settings.KNOWHUB_BM25_B))
+        a = k1 * (1 - b)
+        exact = bool(lexemes) and set(lexemes) <= set(s1)
+        big_b = 0.0
+        if exact and b > 0 and long_lexeme is not None:  # else every s1 is 0, or length plays no part
+            ratio = s1[long_lexeme] / s_long if s_long else 0.0
+            if 1.0 < ratio < _LONG_DOC:
+                big_b = (ratio - 1) * (1 + a) / (_LONG_DOC - ratio)
+            else:
+                exact = False
+        params.update(
+            bm25_exact=exact,
+            bm25_lexemes=lexemes if exact else [],
+            bm25_s1=[float(s1[lex]) for lex in lexemes] if exact else [],
+            bm25_a=a, bm25_b=big_b, bm25_c=1 + a + big_b,
+        )  # fmt: skip
+        return TextQuery(lexemes=lexemes, params=params)
+
+    def score_sql(self, alias: str) -> str:
+        """Chunk ``alias``'s BM25 score from its ``tsv`` (see ``prepare``), or from the ``<@>``
+        operator (which returns the negated score) when ``bm25_exact`` is false. The parameter is
+        a literal by the time the planner sees it, so only one branch remains."""
+        operator = f"-({alias}.search_text <@> to_bm25query(%(bm25q)s, %(bm25index)s))"
+        from_tsv = f"""(SELECT coalesce(sum(q.s1 * cardinality(u.positions)
+            / (cardinality(u.positions) + %(bm25_a)s + %(bm25_b)s * {alias}.search_dl)), 0) * %(bm25_c)s
+                    FROM unnest(ts_filter(setweight({alias}.tsv, 'C', %(bm25_lexemes)s::text[]), '{{c}}')) u
+                    JOIN unnest(%(bm25_lexemes)s::text[], %(bm25_s1)s::float8[]) AS q(lexeme, s1)
+                        ON q.lexeme = u.lexeme)"""
+        return f"(CASE WHEN %(bm25_exact)s THEN {from_tsv} ELSE {operator} END)"
+
+    def filter_first(self, cursor, *, where: str, params: dict) -> bool:
+        """Whether to filter first, from the planner's estimate of the rows the filter keeps.
+
+        Filtering first reads every row that passes the filter (its own indexes find them), checks
+        its ``tsv`` for a query word and scores the holders; the index walk reads rows in score
+        order until ``n`` pass, ~n/f of them for a filter keeping a fraction f of the chunks.
+        Measured at 100k chunks (a 1 % filter, n 40): ~26 µs a filtered row against ~13 µs a
+        walked one (``FILTER_ROW_TO_WALK_ROW``). So: filter first when the filter keeps at most
+        ``KNOWHUB_TEXT_FILTER_FIRST_ROWS`` rows or ``KNOWHUB_TEXT_FILTER_FIRST_FRACTION`` of the
+        chunks (a user who sees 0.1 % of them), walk when it keeps ``BROAD_FILTER`` of them or
+        more, and in between whichever reads less. The estimate is cached per process
+        (``filter_estimate``): no statement on most searches.
+        """
+        rows, total = filter_estimate(cursor, where, params)
+        if (
+            rows <= settings.KNOWHUB_TEXT_FILTER_FIRST_ROWS
+            or rows / total <= settings.KNOWHUB_TEXT_FILTER_FIRST_FRACTION
+        ):
+            return True
+        if rows / total >= BROAD_FILTER:
+            return False
+        walked = params.get("n", settings.KNOWHUB_SEARCH_CANDIDATES) * total / rows
+        return rows * FILTER_ROW_TO_WALK_ROW <= walked
+
+    def candidates(
+        self, cursor, tq: TextQuery, *, where: str, params: dict, n: int, plan: str | None = None
+    ) -> list[tuple[int, float]]:
+        if plan is None:
+            plan = "filter_first" if self.filter_first(cursor, where=where, params=params) else "index_order"
+        cursor.execute(self.candidates_sql(cursor, where=where, params=params, plan=plan), {**params, "n": n})
+        rows = [(int(i), float(score)) for i, score in cursor.fetchall()]
+        scores = [score for _, score in rows]
+        if plan == "index_order" and scores and (min(scores) <= 0 or min(scores) == max(scores)):
+            # The planner walked no bm25 index (a plan change): no scan set a score for these rows,
+            # and the helper reads 0 or the last score an earlier scan of this session left, the
+            # same for every row. Score them with the operator instead (also what a page of exact
+            # ties costs: correct either way).
+            logger.info("pg_textsearch: no bm25 index scan for the ordered candidates; scoring per row")
+            cursor.execute(
+                self.candidates_sql(cursor, where=where, params=params, plan="index_order_scored"), {**params, "n": n}
+            )
+            rows = [(int(i), float(score)) for i, score in cursor.fetchall()]
+        return rows
+
+    def candidates_sql(self, cursor, *, where: str, params: dict, plan: str | None = None) -> str:
+        """``plan``: "filter_first" / "index_order" (default: by selectivity).
+
+        ``index_order`` reads each row's score from the index scan that ranked it
+        (``bm25_get_current_score()``, the value pg_textsearch caches per returned tuple) instead of
+        projecting ``<@>`` again: a projected ``<@>`` is the standalone operator, which re-parses
+        the row's text (~0.09 ms a row, 100 rows ≈ 9 ms at 100k chunks; the walk itself ≈ 0.5 ms).
+        Only a bm25 index scan sets that value, and it only returns rows holding a query word
+        (score > 0): a 0, or one value for every row (what an earlier scan left), means another
+        plan ran, and ``candidates`` scores those rows again with the operator
+        (``index_order_scored``).
+        """
+        if plan is None:
+            plan = "filter_first" if self.filter_first(cursor, where=where, params=params) else "index_order"
+        if plan == "filter_first":
+            # Scoring from tsv reads no text: do not copy it (the other branch must still parse).
+            text = "NULL::text AS search_text" if params.get("bm25_exact") else "c.search_text"
+            rows, total = filter_estimate(cursor, where, params)
+            if rows / total < BROAD_FILTER:
+                # The filter is the selective part: its own indexes find the rows, the query words
+                # are checked per row. Left to itself the planner ANDs in the tsv GIN scan, which for
+                # common words reads half the index (65 of 70 ms measured at 100k chunks, 1 % filter).
+                return f"""
+                    WITH f AS MATERIALIZED (SELECT c.id, c.tsv, c.search_dl, {text} FROM rag_chunk c WHERE {where})
+                    SELECT c.id, {self.score_sql("c")} AS s FROM f c WHERE c.tsv @@ %(tsq)s::tsquery
+                    ORDER BY s DESC, c.id LIMIT %(n)s
+                """
+            return f"""
+                WITH f AS MATERIALIZED (
+                    SELECT c.id, c.tsv, c.search_dl, {text} FROM rag_chunk c WHERE c.tsv @@ %(tsq)s::tsquery AND {where}
+                )
+                SELECT c.id, {self.score_sql("c")} AS s FROM f c ORDER BY s DESC, c.id LIMIT %(n)s
+            """
+        score = self.score_sql("c") if plan == "index_order_scored" else "-bm25_get_current_score()"
+        return f"""
+            SELECT c.id, {score} AS s FROM rag_chunk c WHERE {where}
+            ORDER BY c.search_text <@> to_bm25query(%(bm25q)s, %(bm25index)s) LIMIT %(n)s
+        """
+
+    def known_collections(self, scope: Scope) -> list[str]:
+        """Distinct collections by a loose index scan over chunk_source_idx, each kept when the
+        scope sees one live chunk of it (no statistics table to read with this backend)."""
+        acl_sql, params = scope.sql("c")
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                WITH RECURSIVE cols(name) AS (
+                    SELECT min(collection) FROM rag_chunk
+                    UNION ALL
+                    SELECT (SELECT min(collection) FROM rag_chunk WHERE collection > cols.name)
+                    FROM cols WHERE cols.name IS NOT NULL
+                )
+                SELECT name FROM cols WHERE name IS NOT NULL AND EXISTS (
+                    SELECT 1 FROM rag_chunk c WHERE c.collection = cols.name AND c.deleted_at IS NULL AND {acl_sql}
+                ) ORDER BY 1
+                """,
+                params,
+            )
+            return [row[0] for row in cursor.fetchall()]
+
+    def is_set_up(self, cursor) -> bool:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM information_schema.columns "
+            "WHERE table_name = 'rag_chunk' AND column_name = %s)",
+            [DL_COLUMN],
+        )
+        return cursor.fetchone()[0] and _bm25_index_present(cursor) and not triggers_present(cursor)
+
+    def set_up(self, cursor) -> None:
+        cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_textsearch")
+        cursor.execute(_CREATE_DL_FUNCTION)
+        # pg_textsearch indexes columns, not expressions: title and content in one stored column,
+        # and beside it the length the index gives that text (``score_sql`` reads it). One ALTER:
+        # adding a stored column rewrites the table.
+        cursor.execute(
+            "ALTER TABLE rag_chunk "
+            "ADD COLUMN IF NOT EXISTS search_text text GENERATED ALWAYS AS (title || E'\\n' || content) STORED, "
+            f"ADD COLUMN IF NOT EXISTS {DL_COLUMN} integer "
+            f"GENERATED ALWAYS AS ({DL_FUNCTION}(title || E'\\n' || content)) STORED"
+        )
+        k1, b = float(settings.KNOWHUB_BM25_K1), float(settings.KNOWHUB_BM25_B)
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS {BM25_INDEX} ON rag_chunk USING bm25 (search_text) "
+            f"WITH (text_config = 'english', k1 = {k1}, b = {b})"
+        )
+        for trigger in _TRIGGERS:  # nothing reads rag_term_stat now: writes stop paying for it
+            cursor.execute(f"DROP TRIGGER IF EXISTS {trigger} ON rag_chunk")
+        cursor.execute("TRUNCATE rag_term_stat")
+        logger.info("pg_textsearch: bm25 index %s in place, term-stat triggers dropped", BM25_INDEX)
+
+
+_FILLERS = ("xqzjv", "zjqxv", "vqxzj")  # a token no query holds (one is always free)
+_LONG_DOC = 39  # one query word + 38 fillers: a length the index stores exactly (0…39 are)
+_PREPARE_SQL = """
+    WITH lx AS (SELECT tsvector_to_array(to_tsvector('english', %(bm25q)s)) AS lexemes),
+    words AS (
+        SELECT w, tsvector_to_array(to_tsvector('english', w)) AS l
+        FROM unnest(string_to_array(%(bm25q)s, ' ') || (SELECT lexemes FROM lx)) AS w
+    ),
+    src AS MATERIALIZED (
+        SELECT DISTINCT ON (l[1]) l[1] AS lexeme, w AS doc FROM words
+        WHERE cardinality(l) = 1 AND l[1] = ANY((SELECT lexemes FROM lx)::text[]) ORDER BY l[1], w
+    ),
+    one AS MATERIALIZED (SELECT s.lexeme, -(s.doc <@> to_bm25query(%(bm25q)s, %(bm25index)s)) AS score FROM src s),
+    long AS (
+        SELECT x.lexeme, -(x.doc <@> to_bm25query(%(bm25q)s, %(bm25index)s)) AS score
+        FROM (SELECT o.lexeme, s.doc || repeat(' ' || %(filler)s, 38) AS doc FROM one o JOIN src s USING (lexeme)
+              WHERE o.score > 0 ORDER BY o.score DESC, o.lexeme LIMIT 1) x
+    )
+    SELECT (SELECT lexemes FROM lx),
+           (SELECT array_agg(lexeme ORDER BY lexeme) FROM one),
+           (SELECT array_agg(score ORDER BY lexeme) FROM one),
+           (SELECT lexeme FROM long),
+           (SELECT score FROM long),
+           (SELECT reloptions FROM pg_class WHERE oid = to_regclass(%(bm25index)s))
+"""
+
+
+# The document length pg_textsearch scores a row with: its token count (the positions
+# ``to_tsvector`` gives its text, which the index's tokeniser also yields) rounded down the way
+# the index stores it. Stored per row at write time, so scoring a row from ``tsv`` reads it
+# instead of deriving it per query (two ts_rank calls and the rounding: ~65 µs a row, most of a
+# selective filter's keyword half).
+DL_COLUMN = "search_dl"
+DL_FUNCTION = "rag_bm25_length"
+
+
+def _fieldnorm_sql(length: str) -> str:
+    """SQL rounding a document length down like pg_textsearch stores it (Lucene's SmallFloat
+    ``intToByte4`` with 24 free values: 0…39 exact, then 4 significant bits of ``length − 24``)."""
+    steps = ["WHEN x < 40 THEN x"]
+    for k in range(1, 28):
+        steps.append(f"WHEN x - 24 < {16 << k} THEN 24 + ((x - 24) & ~{(1 << k) - 1})")
+    return f"(SELECT CASE {' '.join(steps)} END FROM (SELECT {length} AS x) n)"
+
+
+_CREATE_DL_FUNCTION = f"""
+    CREATE OR REPLACE FUNCTION {DL_FUNCTION}(body text) RETURNS integer
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+        SELECT {_fieldnorm_sql(
+            "(SELECT coalesce(sum(cardinality(u.positions)), 0)::int FROM unnest(to_tsvector('english', body)) u)"
+        )}
+    $$
+"""
+
+BROAD_FILTER = 0.1  # a filter keeping this share of the chunks or more: walk the index
+# Reading one row that passes the filter (and scoring it when it holds a query word) costs about
+# as much as walking this many rows of the bm25 index (``PgTextsearch.filter_first``).
+FILTER_ROW_TO_WALK_ROW = 2
+FILTER_ESTIMATE_SECONDS = 30.0
+_filter_estimates: dict[tuple, tuple[float, float, float]] = {}
+
+
+def filter_estimate(cursor, where: str, params: dict) -> tuple[float, float]:
+    """(rows the filter keeps, rows in the table), planner estimates, cached per process for
+    ``FILTER_ESTIMATE_SECONDS`` by the WHERE text and the values it reads (a user's ACL and
+    filters): two statements saved on most searches. Estimates only, never rows: nothing of one
+    caller reaches another. ``reset()`` forgets them."""
+    names = sorted(set(re.findall(r"%\((\w+)\)s", where)))
+    key = (where, tuple((name, _frozen(params.get(name))) for name in names))
+    now = time.monotonic()
+    hit = _filter_estimates.get(key)
+    if hit is not None and now - hit[2] < FILTER_ESTIMATE_SECONDS:
+        return hit[0], hit[1]
+    cursor.execute("SELECT greatest(reltuples, 1) FROM pg_class WHERE oid = 'rag_chunk'::regclass")
+    total = float(cursor.fetchone()[0])
+    rows = _estimate(cursor, where, params)
+    if len(_filter_estimates) >= 1024:
+        _filter_estimates.clear()
+    _filter_estimates[key] = (rows, total, now)
+    return rows, total
+
+
+def _frozen(value):
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    return value
+
+
+def _estimate(cursor, where: str, params: dict) -> float:
+    """The planner's row estimate for ``rag_chunk c WHERE where``."""
+    cursor.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM rag_chunk c WHERE {where}", params)
+    plan = cursor.fetchone()[0]
+    return float((json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"])
+
+
+BACKENDS: dict[str, type] = {"pg_textsearch": PgTextsearch, "sql": SqlBm25}
+
+_active: dict[str, TextBackend] = {}
+_lock = threading.Lock()
+
+
+def pg_textsearch_available(cursor) -> bool:
+    """The server has pg_textsearch and preloads it (the extension refuses to work otherwise)."""
+    cursor.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_textsearch'), "
+        "current_setting('shared_preload_libraries')"
+    )
+    available, preload = cursor.fetchone()
+    return bool(available) and "pg_textsearch" in [p.strip() for p in (preload or "").split(",")]
+
+
+def wanted_backend(cursor) -> str:
+    """The backend ``KNOWHUB_TEXT_BACKEND`` asks for on this server."""
+    choice = settings.KNOWHUB_TEXT_BACKEND
+    if choice not in ("auto", *BACKENDS):
+        raise ValueError(f"KNOWHUB_TEXT_BACKEND must be auto, {' or '.join(BACKENDS)}; got {choice!r}")
+    if choice == "auto":
+        return "pg_textsearch" if pg_textsearch_available(cursor) else "sql"
+    if choice == "pg_textsearch" and not pg_textsearch_available(cursor):
+        raise RuntimeError(
+            "KNOWHUB_TEXT_BACKEND=pg_textsearch but this PostgreSQL server does not offer and preload "
+            "pg_textsearch (shared_preload_libraries = 'pg_textsearch'). Use auto or sql."
+        )
+    return choice
+
+
+def active_backend() -> TextBackend:
+    """The keyword backend for this process, with the schema in its state (set up once), and
+    with pg_textsearch an index checked once per server start (``check_bm25_index``)."""
+    key = connection.alias
+    backend = _active.get(key)
+    if backend is None:
+        with _lock:
+            backend = _active.get(key)
+            if backend is None:
+                backend = ensure_backend()
+                _active[key] = backend
+    if backend.name == "pg_textsearch" and not getattr(connection, CHECKED_FLAG, False):
+        check_bm25_index()
+        setattr(connection, CHECKED_FLAG, True)
+    return backend
+
+
+# pg_textsearch 1.0 keeps the documents inserted since the index was built in a memtable whose
+# corpus statistics live in shared memory. When the server restarts (or a transaction that
+# dropped the index rolls back), it restores the memtable's postings from disk but not the
+# statistics: the index then counts 0 documents, and keyword search returns nothing or ranks by
+# nonsense (SciFact BM25 nDCG@10 0.695 before a restart, 0.000 after) until the index is rebuilt.
+# A rebuilt index counts every row again (the build writes its statistics to disk), so the sign
+# is an index counting fewer documents than the table holds: every row is indexed (search_text
+# is never NULL), and deletes and rolled-back inserts only ever make the index count more.
+CHECKED_FLAG = "knowhub_bm25_checked"  # on a connection: its server's index was checked
+BM25_MISSING_SHARE = 0.02
+_REPAIR_LOCK = 7_160_017  # pg_advisory_lock key: one rebuild at a time across processes
+_checked_servers: dict[str, object] = {}
+
+
+def forget_bm25_check(sender=None, connection=None, **kwargs) -> None:
+    """``connection_created`` receiver: a new connection may reach a server that restarted."""
+    if connection is not None:
+        setattr(connection, CHECKED_FLAG, False)
+
+
+def bm25_index_documents(cursor) -> int | None:
+    """The document count the bm25 index's statistics hold (None when it cannot be read)."""
+    cursor.execute("SELECT bm25_summarize_index(%s)", [BM25_INDEX])
+    found = re.search(r"total_docs:\s*(\d+)", cursor.fetchone()[0] or "")
+    return int(found[1]) if found else None
+
+
+def bm25_index_short(cursor) -> tuple[int, int | None]:
+    """(rows in the table, documents the index counts): the index is short when it counts
+    fewer than the rows by more than ``BM25_MISSING_SHARE`` (or none of them)."""
+    cursor.execute("SELECT count(*) FROM rag_chunk")
+    return cursor.fetchone()[0], bm25_index_documents(cursor)
+
+
+def check_bm25_index(*, force: bool = False) -> bool:
+    """Rebuild the bm25 index when its statistics lost documents (see above); once per server
+    start and process unless ``force``. True when it rebuilt. Outside a transaction the rebuild
+    is ``REINDEX … CONCURRENTLY`` (searches go on meanwhile); other processes wait on the lock,
+    then find the index whole."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_postmaster_start_time()")
+        started = cursor.fetchone()[0]
+        if not force and _checked_servers.get(connection.alias) == started:
+            return False
+        if not _bm25_index_present(cursor):
+            return False
+        cursor.execute("SELECT pg_advisory_lock(%s)", [_REPAIR_LOCK])
+        try:
+            rows, documents = bm25_index_short(cursor)
+            short = documents is not None and rows > 0 and documents < rows * (1 - BM25_MISSING_SHARE)
+            if short:
+                logger.warning(
+                    "pg_textsearch: the bm25 index counts %s documents for %s chunks (its statistics were lost, "
+                    "e.g. by a server restart); rebuilding it", documents, rows,
+                )
+                concurrently = "" if connection.in_atomic_block else "CONCURRENTLY "
+                started_at = time.perf_counter()
+                cursor.execute(f"REINDEX INDEX {concurrently}{BM25_INDEX}")
+                logger.warning("pg_textsearch: bm25 index rebuilt in %.1f s", time.perf_counter() - started_at)
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [_REPAIR_LOCK])
+    _checked_servers[connection.alias] = started
+    return short
+
+
+def ensure_backend() -> TextBackend:
+    """Choose the backend and put the schema in its state (idempotent; a no-op when already so)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        backend: TextBackend = BACKENDS[wanted_backend(cursor)]()
+        if not backend.is_set_up(cursor):
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_SWITCH_LOCK])
+            if not backend.is_set_up(cursor):
+                logger.warning("switching keyword search to the %s backend", backend.name)
+                backend.set_up(cursor)
+    return backend
+
+
+def reset() -> None:
+    """Forget the chosen backend (tests switch it; a later search chooses again), the cached
+    filter estimates and which servers' bm25 index was checked."""
+    _active.clear()
+    _filter_estimates.clear()
+    _checked_servers.clear()

@@ -1,0 +1,22 @@
+"""Words as knowhub counts them: one pattern and one stop-word list for every module.
+
+The extractive answerer, follow-up detection and the learned ranking's title feature all split
+text with ``WORD_RE`` and drop ``STOPWORDS``, so they agree on what a content word is.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Letters and digits, keeping inner apostrophes, dots, plus and hash ("don't", "v1.2", "C++", "C#").
+WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'+#.-]*[A-Za-z0-9+#]|[A-Za-z0-9]")
+
+_STOP_TEXT = """a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further had
+has have having he her here hers herself him himself his how i if in into is it its itself just
+me more most my myself no nor not now of off on once only or other our ours ourselves out over
+own same she should so some such than that the their theirs them themselves then there these
+they this those through to too under until up very was we were what when where which while who
+whom why will with would you your yours yourself yourselves tell please show give explain
+describe does much many way ways use using used get make know want need also"""
+STOPWORDS = frozenset(_STOP_TEXT.split())

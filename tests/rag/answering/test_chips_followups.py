@@ -1,0 +1,120 @@
+"""Analysis chips (stated vs guessed, removal) and the offline follow-up rewrite: pure functions."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from rag.answering.analysis import parse_query
+from rag.answering.conversations import NEW_QUERY, REUSE, Conversation, Exchange, choose_strategy
+from rag.answering.followups import asks_who_was_there, offline_rewrite
+from rag.answering.selectors import Facets
+from rag.search import SearchFilters
+
+TODAY = dt.date(2026, 11, 23)
+
+
+def facets() -> Facets:
+    def rows(*values):
+        return [{"value": v, "count": 1} for v in values]
+
+    return Facets(
+        collections=rows("meetings", "handbook"), domains=rows("engineering", "clients"),
+        people=rows("Sam Okafor", "Maya Chen"), tags=rows("search", "ingestion", "acme"),
+        entities=rows("Acme Capital", "Northwind Fund"),
+    )  # fmt: skip
+
+
+def chips(query):
+    return {(c.field, c.value): c for c in parse_query(query, today=TODAY, facets=facets()).chips}
+
+
+def test_an_ordinary_word_is_a_guess_and_only_boosts():
+    analysis = parse_query("What is the p95 search latency?", today=TODAY, facets=facets())
+    chip = chips("What is the p95 search latency?")[("tags", "search")]
+    assert (chip.origin, chip.phrase, chip.label) == ("guessed", "search", "tag: search (from the word 'search')")
+    applied, boosted = analysis.split(SearchFilters())
+    assert applied.tags == [] and boosted.tags == ["search"]
+
+
+@pytest.mark.parametrize(
+    ("query", "key", "phrase"),
+    [
+        ("What did we decide last month?", ("date", "2026-10-01/2026-10-31"), "last month"),
+        ("What was decided in the meetings collection?", ("collections", "meetings"), "in the meetings collection"),
+        ("What did we agree with Sam?", ("people", "Sam Okafor"), "with Sam"),
+        ("Which notes are tagged search?", ("tags", "search"), "tagged search"),
+        ("What did Acme Capital ask for?", ("entity", "Acme Capital"), "Acme Capital"),
+    ],
+)
+def test_explicit_phrases_are_stated_and_filter(query, key, phrase):
+    chip = chips(query)[key]
+    assert chip.origin == "stated" and chip.phrase == phrase
+    applied, _ = parse_query(query, today=TODAY, facets=facets()).split(SearchFilters())
+    assert applied != SearchFilters()
+
+
+def test_a_removed_chip_is_not_applied_and_the_request_wins():
+    analysis = parse_query("What did we decide last month with Sam?", today=TODAY, facets=facets())
+    applied, _ = analysis.split(SearchFilters(), [{"field": "date", "value": ""}])
+    assert applied.date_from is None and applied.people == ["Sam Okafor"]
+    applied, _ = analysis.split(SearchFilters(people=["Maya Chen"]))
+    assert applied.people == ["Maya Chen"] and applied.date_from == dt.date(2026, 10, 1)
+
+
+def test_pronoun_follow_up_carries_the_previous_subject():
+    rewrite = offline_rewrite(question="who raised them?", previous=["What did Acme complain about in the pilot?"])
+    assert rewrite.kind == "carried" and rewrite.searched_query == "who raised them? (Acme complain pilot)"
+    assert (
+        offline_rewrite(question="What is a closure?", previous=["Who is Sam?"]).searched_query == "What is a closure?"
+    )
+
+
+def test_tell_me_more_about_a_new_thing_is_a_new_query():
+    last = Exchange(interaction_id=1, query="What did Acme complain about in the pilot?",
+                    topic="What did Acme complain about in the pilot?",
+                    answer="Two complaints [1].", retrieved=[{"chunk_uid": "x"}], cited=["x"], request_filters={},
+                    strategy=NEW_QUERY)  # fmt: skip
+    conversation = Conversation(id="c", exchanges=[last])
+    assert (
+        choose_strategy(question="tell me more about Northwind", conversation=conversation, request_filters={})
+        == NEW_QUERY
+    )
+    assert choose_strategy(question="tell me more", conversation=conversation, request_filters={}) == REUSE
+    assert (
+        offline_rewrite(question="tell me more about Northwind", previous=[last.query]).searched_query
+        == "Northwind tell me more about Northwind"
+    )
+
+
+@pytest.mark.parametrize("mode", ["ok", "error"])
+def test_with_an_llm_a_follow_up_is_rewritten_and_a_failure_falls_back(settings, mode):
+    from rag.answering.followups import llm_rewrite
+    from rag.llm import get_llm
+    from tests.rag.answering.fake_openai import FakeOpenAI, use_fake
+
+    # A fake OpenAI-compatible server: the test is about the rewrite step's plumbing, not a model.
+    with FakeOpenAI(mode=mode, reply="Who raised the complaints about the Acme pilot?") as fake:
+        use_fake(settings, fake, timeout=5.0)
+        rewrite = llm_rewrite(
+            question="who raised them?",
+            exchanges=[("What did Acme complain about in the pilot?", "Two complaints [1].")],
+            llm=get_llm("fake-model"),
+        )  # fmt: skip
+        asked = fake.requests[-1]["messages"][-1]["content"]
+    assert "What did Acme complain about in the pilot?" in asked and "who raised them?" in asked
+    if mode == "ok":
+        assert (rewrite.kind, rewrite.searched_query) == ("llm", "Who raised the complaints about the Acme pilot?")
+    else:
+        assert rewrite.kind == "carried" and "Acme" in rewrite.searched_query
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [("Who was it with?", True), ("who was there?", True), ("And who attended?", True),
+     ("who else was in the meeting?", True), ("Who raised them?", False), ("Who decided the budget?", False),
+     ("Who is Leo?", False), ("What was it about?", False)],
+)  # fmt: skip
+def test_which_follow_ups_ask_who_took_part(question, expected):
+    assert asks_who_was_there(question) is expected

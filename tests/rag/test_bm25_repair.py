@@ -1,0 +1,79 @@
+"""A bm25 index that lost its statistics is rebuilt before it answers again.
+
+pg_textsearch 1.0 restores its memtable after a server restart without the corpus statistics (the
+index then counts no documents and keyword search finds nothing). Restarting the test server
+under the rest of the suite is not an option, so these tests use the other way to reach the same
+state: a transaction that drops the index and rolls back makes pg_textsearch restore the memtable
+from disk in the same way. Committed rows are needed for that, hence ``transaction=True``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection, transaction
+
+from rag import text_search
+from rag.acl import Scope
+from rag.search import chunk_search
+from tests.rag.factories import doc, load, topic_corpus
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def pg_textsearch(settings):
+    settings.KNOWHUB_TEXT_BACKEND = "pg_textsearch"
+    text_search.reset()
+    text_search.ensure_backend()
+    yield
+    text_search.reset()
+
+
+def _counts() -> tuple[int, int | None]:
+    with connection.cursor() as cursor:
+        return text_search.bm25_index_short(cursor)
+
+
+def _lose_the_statistics() -> None:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX {text_search.BM25_INDEX}")
+        transaction.set_rollback(True)
+
+
+def _fulltext(query, embedder):
+    return chunk_search(query=query, scope=Scope.everything(), mode="fulltext", embedder=embedder)
+
+
+def test_an_index_short_of_documents_is_rebuilt_and_finds_them_again(pg_textsearch, hashing_embedder, caplog):
+    load(topic_corpus() + [doc(f"n{i}", f"Note {i}", f"filler note number {i}") for i in range(40)], hashing_embedder)
+    assert _fulltext("mitochondria", hashing_embedder).hits[0].source_id == "mitochondria"
+    rows, documents = _counts()
+    assert documents == rows == 46
+
+    _lose_the_statistics()
+    rows, documents = _counts()
+    assert documents < rows  # what a restart leaves: postings back, statistics gone
+
+    assert text_search.check_bm25_index(force=True) is True
+    assert "rebuilding it" in caplog.text
+    assert _counts() == (46, 46)
+    assert _fulltext("mitochondria", hashing_embedder).hits[0].source_id == "mitochondria"
+    assert text_search.check_bm25_index(force=True) is False  # whole: nothing to do
+
+
+def test_each_new_connection_checks_once_per_server_start(pg_textsearch, hashing_embedder):
+    load(topic_corpus(), hashing_embedder)
+    _fulltext("closures", hashing_embedder)
+    assert getattr(connection, text_search.CHECKED_FLAG) is True
+
+    connection.close()
+    _lose_the_statistics()  # opens a new connection: not checked yet
+    assert getattr(connection, text_search.CHECKED_FLAG) is False
+    # The same server start was checked already in this process: the new connection only asks
+    # when the server started, and a restart (a new start time) is what triggers the count.
+    assert text_search.check_bm25_index() is False
+    text_search.reset()
+    assert _fulltext("closures", hashing_embedder).hits[0].source_id == "closures"
+    assert getattr(connection, text_search.CHECKED_FLAG) is True
+    rows, documents = _counts()
+    assert documents == rows

@@ -1,0 +1,194 @@
+"""Personal data: keyed pseudonyms (re-keyable), forgetting a user, PII left out of exports.
+
+Chunks are embedded with the hashing stand-in: these tests are about who can see and what is
+kept, not about ranking.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from django.core.management import call_command
+
+from feedback.models import ClickEvent, Interaction, Judgment
+from ingestion.models import IngestedDocument
+from rag.acl import Scope, legacy_user_hash, user_hash
+from rag.models import Chunk, ChunkHistory, TermStat
+from rag.search import SearchFilters, chunk_search
+from rag.services import chunk_upsert
+from rag.units import SourceDocument, Unit
+
+pytestmark = pytest.mark.django_db
+
+
+def private_doc(source_id: str, owner: str, text: str, *, pii_level: int = 2) -> SourceDocument:
+    return SourceDocument(
+        collection="user_sessions", source_type="session", source_id=source_id, visibility="private",
+        owner_hash=owner, author_hash=owner, pii_level=pii_level,
+        units=[Unit(unit_anchor="artifact", title=f"Reflection {source_id}", content=text)],
+    )  # fmt: skip
+
+
+def public_doc(source_id: str, text: str) -> SourceDocument:
+    return SourceDocument(
+        collection="course_content", source_type="page", source_id=source_id,
+        units=[Unit(unit_anchor="main", title=f"Page {source_id}", content=text)],
+    )  # fmt: skip
+
+
+def visible_uids(user, embedder, query: str = "closures memory palace") -> set[str]:
+    result = chunk_search(
+        query=query, scope=Scope.for_user(user), filters=SearchFilters(), top_k=20,
+        query_vector=embedder.embed_query(query), embedder=embedder,
+    )  # fmt: skip
+    return {h.chunk_uid for h in result.hits}
+
+
+def test_user_hash_is_keyed_and_not_the_constant_salt_sha256(user, settings):
+    constant_salt = hashlib.sha256(f"knowhub:{user.pk}".encode()).hexdigest()
+    assert user_hash(user.pk) != constant_salt
+    before = user_hash(user.pk)
+    settings.KNOWHUB_USER_HASH_KEY = "another-secret-key"
+    assert user_hash(user.pk) != before  # keyed: who lacks the key cannot recompute it
+    settings.KNOWHUB_USER_HASH_KEY = ""
+    settings.SECRET_KEY = "a-different-secret-key-" + "x" * 40
+    assert user_hash(user.pk) != before  # default key derived from SECRET_KEY
+
+
+def test_rekey_replaces_constant_salt_hashes_and_the_owner_still_sees_their_chunks(
+    user, other_user, hashing_embedder, capsys
+):
+    legacy = legacy_user_hash(user.pk)
+    assert legacy == hashlib.sha256(f"knowhub:{user.pk}".encode()).hexdigest()
+    chunk_upsert(documents=[
+        private_doc("1", legacy, "my closures memory palace reflection"),
+        public_doc("p", "closures memory palace for everyone"),
+    ], embedder=hashing_embedder)  # fmt: skip
+    IngestedDocument.objects.create(
+        collection="notes", source_type="doc", source_id="x", payload={"payload": {}, "owner_hash": legacy},
+        payload_hash="0",
+    )  # fmt: skip
+    # with the keyed hash the owner no longer matches their legacy-hashed chunk
+    assert "user_sessions:session:1:artifact:0" not in visible_uids(user, hashing_embedder)
+
+    call_command("rekey_user_hashes", "--json")
+    summary = json.loads(capsys.readouterr().out)
+
+    assert summary["chunks"] == 2 and summary["documents"] == 1 and summary["unmatched_hashes"] == 0
+    hashes = set(Chunk.objects.values_list("owner_hash", flat=True)) | set(
+        Chunk.objects.values_list("author_hash", flat=True)
+    )
+    assert legacy not in hashes and user_hash(user.pk) in hashes
+    assert not TermStat.objects.filter(owner_hash=legacy).exists()
+    assert IngestedDocument.objects.get().payload["owner_hash"] == user_hash(user.pk)
+    assert "user_sessions:session:1:artifact:0" in visible_uids(user, hashing_embedder)
+    assert "user_sessions:session:1:artifact:0" not in visible_uids(other_user, hashing_embedder)
+    # idempotent
+    call_command("rekey_user_hashes", "--json")
+    assert json.loads(capsys.readouterr().out)["chunks"] == 0
+
+
+def test_rekey_after_a_key_rotation(user, hashing_embedder, settings, monkeypatch, capsys):
+    settings.KNOWHUB_USER_HASH_KEY = "old-key"
+    chunk_upsert(documents=[private_doc("1", user_hash(user.pk), "closures")], embedder=hashing_embedder)
+    settings.KNOWHUB_USER_HASH_KEY = "new-key"
+    monkeypatch.setenv("OLD_KNOWHUB_KEY", "old-key")
+    call_command("rekey_user_hashes", "--old-key-env", "OLD_KNOWHUB_KEY", "--json")
+    assert json.loads(capsys.readouterr().out)["chunks"] == 2
+    assert Chunk.objects.get().owner_hash == user_hash(user.pk)
+
+
+@pytest.fixture
+def alice_data(user, other_user, staff_user, hashing_embedder):
+    """alice: two private chunks (with history), an interaction with a click and judgments;
+    bob: a private chunk; and a public page."""
+    mine = user_hash(user.pk)
+    chunk_upsert(documents=[
+        private_doc("1", mine, "my closures memory palace reflection"),
+        private_doc("2", mine, "my second closures reflection"),
+        private_doc("3", user_hash(other_user.pk), "bob closures memory palace notes"),
+        public_doc("p", "closures memory palace for everyone"),
+    ], embedder=hashing_embedder)  # fmt: skip
+    chunk_upsert(
+        documents=[private_doc("1", mine, "my closures memory palace reflection, edited")], embedder=hashing_embedder
+    )
+    interaction = Interaction.objects.create(
+        user=user, query="my closures", answer="quoting my reflection", comment="I am Alice"
+    )
+    Judgment.objects.create(interaction=interaction, chunk_uid="course_content:page:p:main:0", label="positive",
+                            reason="alice says so", labelled_by=user)  # fmt: skip
+    Judgment.objects.create(interaction=interaction, chunk_uid="user_sessions:session:1:artifact:0", label="positive",
+                            labelled_by=staff_user)  # fmt: skip
+    ClickEvent.objects.create(interaction=interaction, chunk_uid="course_content:page:p:main:0", rank=1, user=user)
+    return interaction
+
+
+def test_forget_user_removes_private_chunks_and_history_and_anonymises_the_rest(
+    user, other_user, alice_data, hashing_embedder, capsys
+):
+    mine = {"user_sessions:session:1:artifact:0", "user_sessions:session:2:artifact:0"}
+    assert ChunkHistory.objects.filter(chunk_uid__in=mine).count() >= 3
+
+    call_command("forget_user", "--username", "alice", "--yes", "--json")
+    summary = json.loads(capsys.readouterr().out)
+
+    assert summary["chunks"] == 2 and summary["history"] >= 3
+    assert not Chunk.objects.filter(chunk_uid__in=mine).exists()
+    assert not ChunkHistory.objects.filter(chunk_uid__in=mine).exists()
+    assert not Chunk.objects.filter(owner_hash=user_hash(user.pk)).exists()
+    assert not TermStat.objects.filter(owner_hash=user_hash(user.pk), docs__gt=0).exists()
+    # bob's private chunk and the public page are untouched
+    assert Chunk.objects.filter(chunk_uid="user_sessions:session:3:artifact:0").exists()
+    assert "user_sessions:session:3:artifact:0" in visible_uids(other_user, hashing_embedder)
+    interaction = Interaction.objects.get(pk=alice_data.pk)
+    assert interaction.user is None and interaction.comment == "" and interaction.answer == ""
+    left = list(Judgment.objects.filter(interaction=interaction))
+    assert [(j.chunk_uid, j.labelled_by, j.reason) for j in left] == [("course_content:page:p:main:0", None, "")]
+    assert ClickEvent.objects.get().user is None
+    assert not type(user).objects.filter(username="alice").exists()
+
+
+def test_forget_user_is_all_or_nothing(user, alice_data, monkeypatch):
+    def boom(self, *a, **kw):
+        raise RuntimeError("the user row could not be deleted")
+
+    monkeypatch.setattr(type(user), "delete", boom)
+    with pytest.raises(RuntimeError):
+        call_command("forget_user", "--username", "alice", "--yes")
+    assert Chunk.objects.filter(owner_hash=user_hash(user.pk)).count() == 2
+    assert Interaction.objects.get(pk=alice_data.pk).user_id == user.pk
+
+
+def test_deleting_a_user_in_the_admin_forgets_them(client, user, alice_data, django_user_model):
+    admin = django_user_model.objects.create_superuser("root", "root@example.com", "pw-root-123")
+    client.force_login(admin)
+    response = client.post(f"/admin/auth/user/{user.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert not Chunk.objects.filter(owner_hash=user_hash(user.pk)).exists()
+    assert not ChunkHistory.objects.filter(chunk_uid="user_sessions:session:1:artifact:0").exists()
+    assert Interaction.objects.get(pk=alice_data.pk).user is None
+
+
+def test_exports_leave_out_personal_chunks_unless_asked(alice_data, tmp_path, capsys):
+    call_command("export_judgments", "--format", "jsonl", "--out", str(tmp_path / "a"))
+    rows = [json.loads(line) for line in (tmp_path / "a" / "judgments.jsonl").read_text().splitlines()]
+    assert [r["chunk_uid"] for r in rows] == ["course_content:page:p:main:0"]
+    assert all("reflection" not in (r["chunk_content"] or "") for r in rows)
+
+    call_command("export_judgments", "--format", "qrels", "--corpus", "judged", "--out", str(tmp_path / "b"))
+    corpus = (tmp_path / "b" / "corpus.jsonl").read_text()
+    assert "reflection" not in corpus and "user_sessions" not in (tmp_path / "b" / "qrels" / "test.tsv").read_text()
+
+    call_command("export_judgments", "--format", "jsonl", "--out", str(tmp_path / "c"), "--include-pii")
+    rows = [json.loads(line) for line in (tmp_path / "c" / "judgments.jsonl").read_text().splitlines()]
+    assert {r["chunk_uid"] for r in rows} == {"course_content:page:p:main:0", "user_sessions:session:1:artifact:0"}
+
+
+def test_admin_shows_pii_level(client, alice_data, django_user_model):
+    admin = django_user_model.objects.create_superuser("root", "root@example.com", "pw-root-123")
+    client.force_login(admin)
+    page = client.get("/admin/rag/chunk/?pii_level__exact=2").content.decode()
+    assert "Pii level" in page or "PII level" in page
+    assert "Reflection 1" in page and "Page p" not in page
