@@ -385,7 +385,10 @@ class PgTextsearch:
         its ``tsv`` for a query word and scores the holders; the index walk reads rows in score
         order until ``n`` pass, ~n/f of them for a filter keeping a fraction f of the chunks.
         Measured at 100k chunks (a 1 % filter, n 40): ~26 µs a filtered row against ~13 µs a
-        walked one (``FILTER_ROW_TO_WALK_ROW``). So: filter first when the filter keeps at most
+        walked one (``FILTER_ROW_TO_WALK_ROW``); at 1M chunks a walked row costs ~30 µs against ~6 µs
+        a filtered one (a 1 % filter: 136 ms walking, 61 ms filtering first), as each walked row
+        passes over more postings, so a walked row's cost grows with the index
+        (``WALK_COST_BASE_ROWS``). So: filter first when the filter keeps at most
         ``KNOWHUB_TEXT_FILTER_FIRST_ROWS`` rows or ``KNOWHUB_TEXT_FILTER_FIRST_FRACTION`` of the
         chunks (a user who sees 0.1 % of them), walk when it keeps ``BROAD_FILTER`` of them or
         more, and in between whichever reads less. The estimate is cached per process
@@ -400,7 +403,7 @@ class PgTextsearch:
         if rows / total >= BROAD_FILTER:
             return False
         walked = params.get("n", settings.KNOWHUB_SEARCH_CANDIDATES) * total / rows
-        return rows * FILTER_ROW_TO_WALK_ROW <= walked
+        return rows * FILTER_ROW_TO_WALK_ROW <= walked * max(1.0, total / WALK_COST_BASE_ROWS)
 
     def candidates(
         self, cursor, tq: TextQuery, *, where: str, params: dict, n: int, plan: str | None = None
@@ -571,6 +574,7 @@ BROAD_FILTER = 0.1  # a filter keeping this share of the chunks or more: walk th
 # Reading one row that passes the filter (and scoring it when it holds a query word) costs about
 # as much as walking this many rows of the bm25 index (``PgTextsearch.filter_first``).
 FILTER_ROW_TO_WALK_ROW = 2
+WALK_COST_BASE_ROWS = 100_000  # index size where that holds; a walked row costs more beyond it
 FILTER_ESTIMATE_SECONDS = 30.0
 _filter_estimates: dict[tuple, tuple[float, float, float]] = {}
 

@@ -10,7 +10,7 @@ import pytest
 from rag import term_stats, text_search
 from rag.acl import Scope
 from rag.models import Chunk
-from rag.search import MODES, SearchFilters, chunk_search, clean_query_text, known_collections
+from rag.search import MODES, SearchFilters, chunk_search, clean_query_text, known_collections, vector_plan
 from rag.services import source_delete, source_soft_delete
 from tests.rag.factories import doc, load, topic_corpus
 
@@ -500,3 +500,27 @@ def test_pg_textsearch_filter_estimates_are_cached_until_reset(hashing_embedder,
     assert statements(other_where, {**other, **tq.params}) == first  # another filter value: planned anew
     text_search.reset()
     assert statements(where, p) == first
+
+
+@pytest.mark.parametrize(
+    ("kept", "total", "expected"),
+    [
+        (1_000, 100_000, (True, 0)),  # a 1 % filter at 100k: exact distances
+        (20_000, 1_000_000, (True, 0)),  # a 2 % filter at 1M: still exact
+        (100_000, 100_000, (False, 40)),  # no filter at 100k: the candidates are the width
+        (1_000_000, 1_000_000, (False, 159)),  # at 1M the walk widens (recall@10 0.86 at 40)
+        (100_000_000, 100_000_000, (False, 1000)),  # capped
+    ],
+)
+def test_vector_plan_follows_the_filter_and_the_index_size(monkeypatch, settings, kept, total, expected):
+    """No database: the planner's estimates are what the choice reads, so they are given here."""
+    settings.KNOWHUB_VECTOR_EXACT_ROWS = 20_000
+    settings.KNOWHUB_HNSW_EF_SEARCH = 0
+    monkeypatch.setattr(text_search, "filter_estimate", lambda cursor, where, params: (kept, total))
+    assert vector_plan(None, "true", {}, 40) == expected
+
+
+def test_a_fixed_ef_search_setting_wins_over_growth(monkeypatch, settings):
+    settings.KNOWHUB_HNSW_EF_SEARCH = 64
+    monkeypatch.setattr(text_search, "filter_estimate", lambda cursor, where, params: (1e6, 1e6))
+    assert vector_plan(None, "true", {}, 40) == (False, 64)
