@@ -4,7 +4,8 @@ Plan: take the top ``n`` candidates from the HNSW index (``ORDER BY embedding <=
 and the top ``n`` from the keyword backend (``rag.text_search``: the pg_textsearch BM25 index, or
 BM25 in SQL over the GIN index), each with the same filters and ACL in SQL, UNION them, then
 score only the union: ``w_vec·(1 − cosine distance) + w_txt·(text score / max text score in the
-union)``. ``rrf`` fuses the two ranks instead (1/(60+rank)).
+union)``. ``rrf`` fuses the two ranks instead (1/(60+rank)). The vector half runs on a side
+connection while the keyword half runs on the caller's (``rag.side_search``).
 
 Public surface for other modules: ``filter_sql`` (the WHERE every read of chunks on a user's
 behalf applies), ``HIT_COLUMNS``/``HIT_FIELDS`` (what a hit carries), ``register_rescorer``
@@ -20,10 +21,11 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+import psycopg
 from django.conf import settings
 from django.db import DataError, connection, transaction
 
-from rag import text_search
+from rag import side_search, text_search
 from rag.acl import Scope
 from rag.embeddings import Embedder, get_embedder
 from rag.selectors import EmbeddingModelMismatch, check_query_model
@@ -213,14 +215,32 @@ HIT_COLUMNS = (
 )
 
 
-def _candidate_sql(where: str, mode: str, backend: text_search.TextBackend | None, *, exact: bool = False) -> str:
+def _vector_sql(where: str, *, exact: bool) -> str:
+    """The vector half: (id, vec_rank) of the ``n`` nearest rows the WHERE keeps, nearest first.
+
+    Expected plan: an Index Scan using chunk_embedding_hnsw (iterative when filtered); with
+    ``exact`` (a filter keeping few rows) the filter's own indexes find the rows and every
+    distance is computed (``+ 0`` keeps the planner off the HNSW order). Ranks come from the
+    distances themselves (an iterative scan returns them in relaxed order), ties by id."""
+    distance = "c.embedding <=> %(qvec)s::vector"
+    order = f"({distance}) + 0, c.id" if exact else distance
+    return f"""
+        SELECT id, row_number() OVER (ORDER BY dist, id) AS vec_rank
+        FROM (SELECT c.id, {distance} AS dist FROM rag_chunk c WHERE {where} ORDER BY {order} LIMIT %(n)s) c
+        ORDER BY vec_rank
+    """
+
+
+def _candidate_sql(
+    where: str, mode: str, backend: text_search.TextBackend | None, *, exact: bool = False, vec_given: bool = False
+) -> str:
     """SQL returning (columns…, vec_score, txt_raw, vec_rank, txt_rank) for the candidate union.
 
-    The text candidates arrive as arrays (``txt_ids``/``txt_scores``, from the keyword backend).
-    Expected plan: ``vec`` is an Index Scan using chunk_embedding_hnsw (iterative when filtered);
-    with ``exact`` (a filter keeping few rows) the filter's own indexes find the rows and every
-    distance is computed (``+ 0`` keeps the planner off the HNSW order). The outer join touches
-    only the union. Vector-side rows that hold a query word get their text score computed here.
+    The text candidates arrive as arrays (``txt_ids``/``txt_scores``, from the keyword backend);
+    the vector candidates are found here (``_vector_sql``), or arrive as ``vec_ids`` too when
+    ``vec_given`` (found on a side connection, another snapshot: the WHERE is applied again, so a
+    row hidden or deleted meanwhile is not returned). The outer join touches only the union.
+    Vector-side rows that hold a query word get their text score computed here.
     """
     use_vec = mode != "fulltext"
     # Vector-side rows holding a query word get their text score here (none without query words).
@@ -230,16 +250,12 @@ def _candidate_sql(where: str, mode: str, backend: text_search.TextBackend | Non
                    FROM unnest(%(txt_ids)s::bigint[], %(txt_scores)s::float8[])
                        WITH ORDINALITY AS t(id, txt_raw, txt_rank))"""
     ]
-    if use_vec:
-        distance = "c.embedding <=> %(qvec)s::vector"
-        order = f"({distance}) + 0, c.id" if exact else distance
-        parts.append(f"""
-        vec AS (
-            SELECT id, row_number() OVER (ORDER BY dist, id) AS vec_rank
-            FROM (SELECT c.id, {distance} AS dist FROM rag_chunk c WHERE {where}
-                  ORDER BY {order}
-                  LIMIT %(n)s) c
-        )""")
+    if vec_given:
+        parts.append(
+            "vec AS (SELECT v.id, v.vec_rank FROM unnest(%(vec_ids)s::bigint[]) WITH ORDINALITY AS v(id, vec_rank))"
+        )
+    elif use_vec:
+        parts.append(f"vec AS ({_vector_sql(where, exact=exact)})")
     union = "SELECT id FROM vec UNION SELECT id FROM txt" if use_vec else "SELECT id FROM txt"
     return f"""
         WITH {", ".join(parts)},
@@ -252,6 +268,7 @@ def _candidate_sql(where: str, mode: str, backend: text_search.TextBackend | Non
         FROM cand JOIN rag_chunk c ON c.id = cand.id
         {"LEFT JOIN vec ON vec.id = c.id" if use_vec else ""}
         LEFT JOIN txt ON txt.id = c.id
+        {f"WHERE {where}" if vec_given else ""}
     """
 
 
@@ -285,7 +302,7 @@ def _check_query_model(name: str) -> None:
 
 
 HNSW_BASE_ROWS = 100_000  # up to here the candidates themselves are a wide enough search
-HNSW_EF_GROWTH = 0.6
+HNSW_EF_GROWTH = 0.8
 HNSW_MIN_EF = 40  # pgvector's default width; a narrower walk loses recall for little time
 
 
@@ -366,19 +383,30 @@ def chunk_search(
     where, named = filter_sql(filters, scope)
     backend = text_search.active_backend()
 
+    # Both halves at once when both run: the vector half on a side connection (see side_search).
+    beside = mode in ("hybrid", "rrf") and query_vector is not None and side_search.usable()
     with transaction.atomic(), connection.cursor() as cursor:
+        named.update(qvec=str(list(query_vector)) if query_vector is not None else None, n=n)
+        exact, ef_search = vector_plan(cursor, where, named, n) if mode != "fulltext" else (False, 0)
+        # One round trip for both (no parameters: psycopg sends it as one simple query).
+        hnsw_sql = f"SET LOCAL hnsw.ef_search = {ef_search}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+        vec_future = (
+            side_search.submit(_vector_sql(where, exact=exact), dict(named), settings_sql=hnsw_sql if ef_search else "")
+            if beside else None
+        )  # fmt: skip
         tq = backend.prepare(cursor, query=query, filters=filters, scope=scope) if mode != "vector" else None
         has_text = bool(tq and tq.has_text)
         named.update(tq.params if has_text else {})
-        named.update(qvec=str(list(query_vector)) if query_vector is not None else None, n=n)
         text_hits = backend.candidates(cursor, tq, where=where, params=named, n=n) if has_text else []
         named.update(txt_ids=[i for i, _ in text_hits], txt_scores=[sc for _, sc in text_hits])
-        exact, ef_search = vector_plan(cursor, where, named, n) if mode != "fulltext" else (False, 0)
-        if ef_search:
-            # One round trip for both (no parameters: psycopg sends it as one simple query).
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {ef_search}; SET LOCAL hnsw.iterative_scan = relaxed_order")
+        vec_ids = _side_result(vec_future, embedder) if vec_future else None
+        if vec_ids is not None:
+            named["vec_ids"] = vec_ids
+        elif ef_search:
+            cursor.execute(hnsw_sql)
+        sql = _candidate_sql(where, mode, backend if has_text else None, exact=exact, vec_given=vec_ids is not None)
         try:
-            cursor.execute(_candidate_sql(where, mode, backend if has_text else None, exact=exact), named)
+            cursor.execute(sql, named)
         except DataError as exc:
             raise _dimension_mismatch(exc, embedder) from exc
         columns = [col.name for col in cursor.description]
@@ -415,6 +443,18 @@ def chunk_search(
             break
     took_ms = (time.perf_counter() - started) * 1000
     return SearchResult(hits=hits, took_ms=took_ms, mode=mode, filters=filters, embed_ms=embed_ms, candidates=len(rows))
+
+
+def _side_result(future, embedder: Embedder | None) -> list[int] | None:
+    """The side connection's vector ids; None (the caller's connection runs the vector half) when
+    that connection failed for a reason of its own (server restarted, too many connections)."""
+    try:
+        return future.result()
+    except psycopg.DataError as exc:
+        raise _dimension_mismatch(exc, embedder) from exc
+    except psycopg.Error as exc:
+        logger.warning("vector half on a side connection failed (%s); running it on the main one", exc)
+        return None
 
 
 HIT_FIELDS = (

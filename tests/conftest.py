@@ -125,6 +125,16 @@ def _fresh_bm25_index(config) -> None:
             cursor.execute(f"REINDEX INDEX {BM25_INDEX}")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _side_connections_closed(django_db_setup):
+    """Searches outside a transaction (live server, committed-row tests) keep connections for
+    their vector half; they must be gone before the test database is dropped."""
+    yield
+    from rag import side_search
+
+    side_search.close_all()
+
+
 @pytest.fixture(autouse=True)
 def _tasks_inline_unless_a_worker_is_asked_for(request):
     """Tasks run inline in tests, except in tests that start a real worker (they flip it back)."""

@@ -352,8 +352,12 @@ def _explain(query: str, scope, filters: SearchFilters, embedder, top_k: int) ->
     The search goes through ``chunk_search`` itself while every statement it sends is recorded,
     then each is replayed under EXPLAIN in one transaction (its ``SET LOCAL``s first), so the
     plans are those of the live query — the keyword backend's candidate passes and the candidate
-    union with the vector side — not of a hand-written copy that could drift from it.
+    union with the vector side — not of a hand-written copy that could drift from it. The search
+    runs on one connection here (``KNOWHUB_SEARCH_PARALLEL`` off), so the vector half's statement
+    is recorded and explained too; live, it runs beside the keyword half.
     """
+    from django.test import override_settings
+
     backend = text_search.active_backend()
     vec = embedder.embed_query(query)
     statements: list[tuple[str, object]] = []
@@ -362,7 +366,7 @@ def _explain(query: str, scope, filters: SearchFilters, embedder, top_k: int) ->
         statements.append((sql, dict(params) if isinstance(params, dict) else params))
         return execute(sql, params, many, context)
 
-    with connection.execute_wrapper(record):
+    with override_settings(KNOWHUB_SEARCH_PARALLEL=False), connection.execute_wrapper(record):
         chunk_search(query=query, scope=scope, filters=filters, top_k=top_k, mode="hybrid", query_vector=vec)
     out = [f"keyword backend: {backend.name}"]
     terms = next((p["_terms"] for _, p in statements if isinstance(p, dict) and "_terms" in p), None)
