@@ -40,6 +40,7 @@ from rag.interactions import interaction_record
 from rag.llm import Completion, LLMError, ModelInfo, UnknownModel, get_llm, model_info
 from rag.llm.context import format_user_prompt
 from rag.llm.extractive import query_vector as cached_query_vector
+from rag.llm.extractive import sentence_vectors
 from rag.rerank import reranked_search
 from rag.search import (
     MAX_QUERY_CHARS,
@@ -323,13 +324,18 @@ def _retrieve(run: _Run, llm) -> None:
     evidence = DocumentEvidence(
         chunk_weights=tuple(settings.KNOWHUB_ASK_DOC_CHUNK_WEIGHTS), topic_weight=settings.KNOWHUB_ASK_DOC_TOPIC_WEIGHT,
         extra_floor=settings.KNOWHUB_ASK_EXTRA_DOC_FLOOR, lead_chunks=settings.KNOWHUB_ASK_LEAD_CHUNKS,
+        topic_similarity_weight=settings.KNOWHUB_ASK_DOC_TOPIC_SIMILARITY_WEIGHT,
     )  # fmt: skip
+
+    def topic_similarity(topics: list[str]) -> list[float]:
+        return [sum(a * b for a, b in zip(query_vector, v, strict=True)) for v in sentence_vectors(embedder, topics)]
+
     if (run.rerank or {}).get("served") == "reranked":
         # A reranker's order is the better judgment than fused scores: documents keep it.
         evidence = DocumentEvidence(lead_chunks=settings.KNOWHUB_ASK_LEAD_CHUNKS)
     hits = select_hits(
         hits, budget=run.top_k, max_docs=settings.KNOWHUB_ASK_MAX_DOCS, per_doc=settings.KNOWHUB_ASK_CHUNKS_PER_DOC,
-        question=run.searched_query, evidence=evidence,
+        question=run.searched_query, evidence=evidence, topic_similarity=topic_similarity,
     )  # fmt: skip
     for rank, h in enumerate(hits, start=1):
         h.rank = rank

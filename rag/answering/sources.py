@@ -8,6 +8,7 @@ in document order), and the response has one row per document with the chunks in
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rag.llm.context import ContextSource
@@ -135,13 +136,18 @@ class DocumentEvidence:
     turns) adds this much. ``extra_floor``: a document after the first is a source only when its
     best chunk scores at least this share of the leading document's best chunk (an unrelated page
     of a small corpus is not listed). ``lead_chunks``: how many chunks the leading document may
-    give (``per_doc`` for the others).
+    give (``per_doc`` for the others). ``topic_similarity_weight``: the closest meaning (cosine)
+    between the question and one of the topics the document's retrieved turns are filed under (a
+    meeting's agenda items) adds this much times it, where word overlap misses the paraphrase
+    ("the functions of the remote" under "Functional requirements"); it needs ``topic_similarity``,
+    which gives one cosine per topic.
     """
 
     chunk_weights: tuple[float, ...] = ()
     topic_weight: float = 0.0
     extra_floor: float = 0.0
     lead_chunks: int = 0
+    topic_similarity_weight: float = 0.0
 
 
 def _topic_text(hits: list[Hit]) -> str:
@@ -153,21 +159,37 @@ def _topic_text(hits: list[Hit]) -> str:
     return " ".join(topics)
 
 
-def rank_documents(hits: list[Hit], *, question: str = "", evidence: DocumentEvidence | None = None) -> list[list[Hit]]:
+def _topics(hits: list[Hit]) -> list[str]:
+    return list(
+        dict.fromkeys(t for h in hits for t in (h.metadata or {}).get("topics") or [] if isinstance(t, str) and t)
+    )
+
+
+def rank_documents(
+    hits: list[Hit], *, question: str = "", evidence: DocumentEvidence | None = None,
+    topic_similarity: Callable[[list[str]], list[float]] | None = None,
+) -> list[list[Hit]]:  # fmt: skip
     """Documents (each its hits, best first) in order of their evidence for ``question``."""
     evidence = evidence or DocumentEvidence()
     groups: dict[tuple[str, str, str], list[Hit]] = {}
     for hit in hits:
         groups.setdefault(_doc_key(hit), []).append(hit)
     docs = list(groups.values())
-    if not evidence.chunk_weights and not evidence.topic_weight:
+    if not evidence.chunk_weights and not evidence.topic_weight and not evidence.topic_similarity_weight:
         return docs  # in order of their best chunk
     asked = content_terms(question) - GENERIC_TERMS if evidence.topic_weight and question else set()
+    closeness: dict[str, float] = {}
+    if evidence.topic_similarity_weight and topic_similarity:
+        every_topic = list(dict.fromkeys(t for group in docs for t in _topics(group)))
+        if every_topic:  # one batch for all the documents' topics
+            closeness = dict(zip(every_topic, topic_similarity(every_topic), strict=True))
 
     def score(group: list[Hit]) -> float:
         total = group[0].score + sum(w * h.score for w, h in zip(evidence.chunk_weights, group[1:], strict=False))
         if asked:
             total += evidence.topic_weight * len(asked & content_terms(_topic_text(group))) / len(asked)
+        if closeness:
+            total += evidence.topic_similarity_weight * max((closeness[t] for t in _topics(group)), default=0.0)
         return total
 
     scores = {id(group): score(group) for group in docs}
@@ -182,6 +204,7 @@ def select_hits(
     per_doc: int,
     question: str = "",
     evidence: DocumentEvidence | None = None,
+    topic_similarity: Callable[[list[str]], list[float]] | None = None,
 ) -> list[Hit]:
     """The chunks to answer from when the search returned more than ``budget`` (best first).
 
@@ -194,7 +217,7 @@ def select_hits(
     in that order, each document's best first.
     """
     evidence = evidence or DocumentEvidence()
-    docs = rank_documents(hits, question=question, evidence=evidence)
+    docs = rank_documents(hits, question=question, evidence=evidence, topic_similarity=topic_similarity)
     if not docs:
         return []
     lead_best = docs[0][0].score

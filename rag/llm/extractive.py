@@ -170,6 +170,36 @@ def _sentences(line: str, max_chars: int) -> list[str]:
 _SPEAKER_RE = re.compile(r"^\s*([A-Z][\w.'’-]*(?: [A-Za-z0-9][\w.'’-]*){0,3}):\s+(\S.*)$")
 
 
+# Hesitation sounds, and a word or two said twice in a row ("the the", "I I", "we were we were"):
+# how people speak, not what they say. Quotes drop them, as an edited transcript would.
+_FILLER_RE = re.compile(r"(?:,\s*)?\b(?:mm-hmm|uh-huh|u+h+|u+m+|e+r+m+|h+m+|m+h*m+)\b(?:\s*,)?", re.I)
+_REPEAT_RE = re.compile(r"\b(\w+(?:['’]\w+)?(?: \w+(?:['’]\w+)?)?)(?:,? \1\b)+", re.I)
+_LEAD_MARKER_RE = re.compile(r"^(?:(?:yeah|okay|ok|so|well|and|but|oh)\b[,.]?\s+)+(?=\w)", re.I)
+
+
+# Doubled words that are grammar, not a stammer ("he had had enough"), and numbers ("10 10").
+_KEEP_DOUBLED = frozenset({"had", "that", "is", "do"})
+
+
+def _once(m: re.Match) -> str:
+    said = m[1]
+    if said.lower() in _KEEP_DOUBLED or any(ch.isdigit() for ch in said):
+        return m[0]
+    return said
+
+
+def tidy_speech(text: str) -> str:
+    """A spoken turn as readable words: no "um"/"uh", no stammered repeats, no leading "yeah, so".
+
+    The words said stay in their order; only hesitations go. ("Um, build a system that, uh,
+    classifies these, um these" → "Build a system that classifies these".)"""
+    text = re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r"\s+", " ", _FILLER_RE.sub(" ", text)))
+    text = re.sub(r"([,;:])(?:\s*[,;:])+", r"\1", text)
+    text = _REPEAT_RE.sub(_once, text).strip(" ,")
+    text = _LEAD_MARKER_RE.sub("", text)
+    return text[:1].upper() + text[1:] if text else text
+
+
 def split_turns(text: str, *, max_chars: int = 400) -> list[tuple[str, str]]:
     """(speaker, sentence) pairs: a transcript's lines lose their "Name: " prefix to ``speaker``.
 
@@ -183,7 +213,7 @@ def split_turns(text: str, *, max_chars: int = 400) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for line, m in zip(lines, turns, strict=True):
         if m:
-            out.extend((m[1], s) for s in split_sentences(m[2], max_chars=max_chars))
+            out.extend((m[1], s) for s in split_sentences(tidy_speech(m[2]), max_chars=max_chars))
         else:
             out.extend(("", s) for s in split_sentences(line, max_chars=max_chars))
     return out

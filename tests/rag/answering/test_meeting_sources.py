@@ -57,6 +57,27 @@ def test_a_document_whose_topics_the_question_names_leads():
     assert [g[0].source_id for g in ranked] == ["meeting", "other"]
 
 
+def test_a_document_filed_under_a_paraphrase_of_the_question_leads(local_embedder):
+    """No topic word is in the question ("functions" is not "Functional"): the meaning is."""
+    question = "What did the group discuss about the functions of the remote control?"
+    hits = [
+        hit("other", 0, 0.60, ["Budget review"]),
+        hit("meeting", 0, 0.55, ["Functional design"]),
+    ]
+    q_vec = local_embedder.embed_query(question)
+
+    def similarity(topics):
+        return [sum(a * b for a, b in zip(q_vec, v, strict=True)) for v in local_embedder.embed_documents(topics)]
+
+    words_only = DocumentEvidence(topic_weight=0.4)
+    assert [g[0].source_id for g in rank_documents(hits, question=question, evidence=words_only)] == [
+        "other", "meeting"
+    ]
+    evidence = DocumentEvidence(topic_weight=0.4, topic_similarity_weight=0.8)
+    ranked = rank_documents(hits, question=question, evidence=evidence, topic_similarity=similarity)
+    assert [g[0].source_id for g in ranked] == ["meeting", "other"]
+
+
 def test_extra_documents_need_to_be_close_to_the_leader_and_the_leader_gives_more_chunks():
     hits = [hit("lead", i, 0.9 - i * 0.01) for i in range(6)] + [hit("close", 0, 0.8), hit("far", 0, 0.3)]
     evidence = DocumentEvidence(extra_floor=0.5, lead_chunks=5)

@@ -9,7 +9,7 @@ import pytest
 
 from rag.llm import Completion, get_chat_llm, get_llm
 from rag.llm.context import ContextSource, format_user_prompt, parse_user_prompt
-from rag.llm.extractive import ExtractiveLLM, split_sentences
+from rag.llm.extractive import ExtractiveLLM, split_sentences, split_turns, tidy_speech
 from tests.rag.answering.conftest import COURSE, MEETINGS
 
 SOURCES = [ContextSource(n=i, title=t, text=txt) for i, (_, t, _, txt) in enumerate(COURSE, start=1)] + [
@@ -96,3 +96,25 @@ def test_sentence_splitting_reads_notes_as_prose():
         "Cards are blocks that are meant for memorization",
         "Add `#card` to a block to make it a card.",
     ]
+
+
+@pytest.mark.parametrize(
+    ("said", "quoted"),
+    [
+        (
+            "Um, build a system that, uh, classifies these, um these intermediate categories.",
+            "Build a system that classifies these intermediate categories.",
+        ),
+        ("Yeah, so I I think the the remote should be yellow.", "I think the remote should be yellow."),
+        ("We were we were talking about the, mm-hmm, budget.", "We were talking about the budget."),
+        ("He had had enough of the 10 10 split.", "He had had enough of the 10 10 split."),  # grammar and numbers stay
+        ("The humdrum summer was a hit.", "The humdrum summer was a hit."),
+    ],
+)
+def test_quotes_of_speech_drop_hesitations_but_keep_every_word_said(said, quoted):
+    assert tidy_speech(said) == quoted
+
+
+def test_a_transcript_turn_of_hesitations_only_is_not_a_sentence():
+    text = "Maya Chen: Um, uh, yeah.\nSam Ortiz: So the the pilot, uh, starts on Monday with Acme."
+    assert split_turns(text) == [("Sam Ortiz", "The pilot starts on Monday with Acme.")]
