@@ -191,8 +191,9 @@ def _once(m: re.Match) -> str:
 def tidy_speech(text: str) -> str:
     """A spoken turn as readable words: no "um"/"uh", no stammered repeats, no leading "yeah, so".
 
-    The words said stay in their order; only hesitations go. ("Um, build a system that, uh,
-    classifies these, um these" → "Build a system that classifies these".)"""
+    The words said stay in their order; hesitations go, and so do discourse markers that only open
+    a turn ("yeah", "so", "and", "but"). ("Um, build a system that, uh, classifies these, um these"
+    → "Build a system that classifies these".)"""
     text = re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r"\s+", " ", _FILLER_RE.sub(" ", text)))
     text = re.sub(r"([,;:])(?:\s*[,;:])+", r"\1", text)
     text = _REPEAT_RE.sub(_once, text).strip(" ,")
