@@ -34,7 +34,7 @@ _state: dict = {}
 
 def usable() -> bool:
     """Whether the vector half may run on a side connection for the current caller."""
-    return settings.KNOWHUB_SEARCH_PARALLEL and not connection.in_atomic_block and connection.vendor == "postgresql"
+    return settings.KNOWHUB_SEARCH_PARALLEL and not connection.in_atomic_block
 
 
 def _pool() -> tuple[ThreadPoolExecutor, queue.LifoQueue, dict]:
@@ -47,7 +47,6 @@ def _pool() -> tuple[ThreadPoolExecutor, queue.LifoQueue, dict]:
             _close_locked()
             _state.update(
                 key=key,
-                pid=os.getpid(),
                 executor=ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="knowhub-vector"),
                 idle=queue.LifoQueue(maxsize=WORKERS),
                 # Client-side binding, as Django's own cursors use: the same SQL and parameters.
@@ -95,7 +94,7 @@ def close_all() -> None:
 
 def _close_locked() -> None:
     executor, idle = _state.get("executor"), _state.get("idle")
-    same_process = _state.get("pid") == os.getpid()
+    same_process = _state.get("key", (None,))[0] == os.getpid()
     _state.clear()
     if executor is not None and same_process:
         executor.shutdown(wait=True)

@@ -179,8 +179,9 @@ def rank_documents(
         return docs  # in order of their best chunk
     asked = content_terms(question) - GENERIC_TERMS if evidence.topic_weight and question else set()
     closeness: dict[str, float] = {}
+    topics = {id(group): _topics(group) for group in docs}
     if evidence.topic_similarity_weight and topic_similarity:
-        every_topic = list(dict.fromkeys(t for group in docs for t in _topics(group)))
+        every_topic = list(dict.fromkeys(t for group_topics in topics.values() for t in group_topics))
         if every_topic:  # one batch for all the documents' topics
             closeness = dict(zip(every_topic, topic_similarity(every_topic), strict=True))
 
@@ -189,7 +190,7 @@ def rank_documents(
         if asked:
             total += evidence.topic_weight * len(asked & content_terms(_topic_text(group))) / len(asked)
         if closeness:
-            total += evidence.topic_similarity_weight * max((closeness[t] for t in _topics(group)), default=0.0)
+            total += evidence.topic_similarity_weight * max((closeness[t] for t in topics[id(group)]), default=0.0)
         return total
 
     scores = {id(group): score(group) for group in docs}

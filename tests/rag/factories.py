@@ -6,6 +6,8 @@ import datetime as dt
 import json
 from pathlib import Path
 
+from rag.acl import user_hash
+from rag.models import Project
 from rag.services import chunk_upsert
 from rag.units import SourceDocument, Unit
 
@@ -105,6 +107,24 @@ def topic_corpus() -> list[SourceDocument]:
 def load(documents: list[SourceDocument], embedder) -> None:
     result = chunk_upsert(documents=documents, embedder=embedder)
     assert not result.errors, result.errors
+
+
+def load_visibility_corpus(member, owner, embedder) -> None:
+    """One public, one restricted (project "secret", ``member`` in it) and one private chunk
+    (``owner``'s), all about "knowledge vectors": who sees which is the whole ACL."""
+    project = Project.objects.create(slug="secret", name="Secret")
+    project.members.add(member)
+    load(
+        [
+            doc("open", "Open", "shared knowledge about vectors"),
+            doc("closed", "Closed", "secret knowledge about vectors", visibility="restricted", project="secret"),
+            doc(
+                "mine", "Mine", "private knowledge about vectors", visibility="private",
+                owner_hash=user_hash(owner.pk),
+            ),
+        ],
+        embedder,
+    )
 
 
 def beir_folder(

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from rag.acl import Scope, user_hash
 from rag.models import Chunk, Project
 from rag.search import MODES, SearchFilters, chunk_search, known_collections
-from tests.rag.factories import doc, load
+from tests.rag.factories import doc, load, load_visibility_corpus
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("text_backend")]
 
@@ -115,19 +115,7 @@ def test_hidden_chunks_never_change_what_a_user_gets(hashing_embedder, text_back
 
 
 def test_member_sees_restricted_chunk_and_non_member_does_not(user, other_user, hashing_embedder):
-    project = Project.objects.create(slug="secret", name="Secret")
-    project.members.add(user)
-    load(
-        [
-            doc("open", "Open", "shared knowledge about vectors"),
-            doc("closed", "Closed", "secret knowledge about vectors", visibility="restricted", project="secret"),
-            doc(
-                "mine", "Mine", "private knowledge about vectors", visibility="private",
-                owner_hash=user_hash(other_user.pk),
-            ),
-        ],
-        hashing_embedder,
-    )
+    load_visibility_corpus(user, other_user, hashing_embedder)
     for mode in MODES:
         member = chunk_search(
             query="knowledge vectors", scope=Scope.for_user(user), mode=mode, embedder=hashing_embedder

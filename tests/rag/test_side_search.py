@@ -11,10 +11,10 @@ import pytest
 from django.db import transaction
 
 from rag import side_search
-from rag.acl import Scope, user_hash
-from rag.models import Chunk, Project
+from rag.acl import Scope
+from rag.models import Chunk
 from rag.search import MODES, chunk_search
-from tests.rag.factories import doc, load, topic_corpus
+from tests.rag.factories import doc, load, load_visibility_corpus, topic_corpus
 
 # Another connection sees committed rows only, hence transaction=True.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -66,19 +66,7 @@ def test_inside_a_transaction_the_search_stays_on_its_own_connection(local_embed
 
 
 def test_acl_holds_on_the_side_connection(user, other_user, local_embedder, spy):
-    project = Project.objects.create(slug="secret", name="Secret")
-    project.members.add(user)
-    load(
-        [
-            doc("open", "Open", "shared knowledge about vectors"),
-            doc("closed", "Closed", "secret knowledge about vectors", visibility="restricted", project="secret"),
-            doc(
-                "mine", "Mine", "private knowledge about vectors", visibility="private",
-                owner_hash=user_hash(other_user.pk),
-            ),
-        ],
-        local_embedder,
-    )
+    load_visibility_corpus(user, other_user, local_embedder)
     for mode in MODES:
         member = chunk_search(
             query="knowledge vectors", scope=Scope.for_user(user), mode=mode, embedder=local_embedder
