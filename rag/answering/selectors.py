@@ -1,4 +1,5 @@
-"""Reads for answering: the facet (metadata value) cache, metadata counts, chunks by uid.
+"""Reads for answering: the facet (metadata value) cache, metadata counts, chunks by uid, the
+agenda topics of documents.
 
 Every query carries the caller's ``Scope`` in its SQL, so a user never learns a name, a tag or
 a count from a chunk they may not see. Facets are cached per scope (Django's cache framework).
@@ -184,3 +185,36 @@ def chunks_by_uid(*, scope: Scope, uids: list[str], scores: dict[str, dict] | No
             )
         )
     return hits
+
+
+DocKey = tuple[str, str, str]
+
+
+def document_topics(*, scope: Scope, docs: list[DocKey]) -> dict[DocKey, list[str]]:
+    """Every topic (``metadata["topics"]``, a meeting's agenda items) filed on the live chunks of
+    each document ``(collection, source_type, source_id)`` that ``scope`` may see.
+
+    A search returns a meeting's few closest turns; the meeting's whole agenda says better what
+    it was about ("Product quotation" among its items, though no retrieved turn is filed there).
+    """
+    if not docs:
+        return {}
+    acl_sql, acl_params = scope.sql("c")
+    keys = ", ".join(["(%s, %s, %s)"] * len(docs))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT DISTINCT c.collection, c.source_type, c.source_id, t.topic
+                FROM rag_chunk c
+                CROSS JOIN LATERAL jsonb_array_elements_text(
+                    CASE WHEN jsonb_typeof(c.metadata -> 'topics') = 'array'
+                         THEN c.metadata -> 'topics' ELSE '[]'::jsonb END) AS t(topic)
+                WHERE (c.collection, c.source_type, c.source_id) IN ({keys})
+                  AND c.deleted_at IS NULL AND {acl_sql}
+                ORDER BY 1, 2, 3, 4""",
+            [part for key in docs for part in key] + acl_params,
+        )
+        out: dict[DocKey, list[str]] = {}
+        for collection, source_type, source_id, topic in cursor.fetchall():
+            if topic:
+                out.setdefault((collection, source_type, source_id), []).append(topic)
+    return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 
@@ -26,7 +26,7 @@ from rag.answering import followups, history
 from rag.answering.analysis import CHIP_FIELDS, FilterChip, QueryAnalysis, analyse_query, with_chips
 from rag.answering.citations import CitationFilter
 from rag.answering.prompts import COUNT_NOTE, FALLBACK_NOTE, system_prompt
-from rag.answering.selectors import SourceCount, chunks_by_uid, count_sources, facet_values
+from rag.answering.selectors import SourceCount, chunks_by_uid, count_sources, document_topics, facet_values
 from rag.answering.sources import (
     DocumentEvidence,
     SourceDoc,
@@ -34,6 +34,7 @@ from rag.answering.sources import (
     group_hits,
     renumber,
     select_hits,
+    topics_of,
 )
 from rag.embeddings import get_embedder
 from rag.interactions import interaction_record
@@ -330,20 +331,45 @@ def _retrieve(run: _Run, llm) -> None:
     def topic_similarity(topics: list[str]) -> list[float]:
         return [sum(a * b for a, b in zip(query_vector, v, strict=True)) for v in sentence_vectors(embedder, topics)]
 
+    agenda = {}
     if (run.rerank or {}).get("served") == "reranked":
         # A reranker's order is the better judgment than fused scores: documents keep it.
         evidence = DocumentEvidence(lead_chunks=settings.KNOWHUB_ASK_LEAD_CHUNKS)
+    elif evidence.topic_weight or evidence.topic_similarity_weight:
+        # Documents filed under topics (meetings) are weighed by their whole agenda.
+        filed = {(h.collection, h.source_type, h.source_id) for h in hits if (h.metadata or {}).get("topics")}
+        agenda = document_topics(scope=run.scope, docs=sorted(filed))
     hits = select_hits(
         hits, budget=run.top_k, max_docs=settings.KNOWHUB_ASK_MAX_DOCS, per_doc=settings.KNOWHUB_ASK_CHUNKS_PER_DOC,
-        question=run.searched_query, evidence=evidence, topic_similarity=topic_similarity,
+        question=run.searched_query, evidence=evidence, topic_similarity=topic_similarity, agenda=agenda,
     )  # fmt: skip
     for rank, h in enumerate(hits, start=1):
         h.rank = rank
     run.hits = hits
     run.docs = group_hits(hits)
+    _mark_agenda(run.docs, agenda, topic_similarity)
     run.topic = run.searched_query
     if analysis.counting:
         run.count = _count(run, analysis)
+
+
+def _mark_agenda(
+    docs: list[SourceDoc], agenda: dict[tuple[str, str, str], list[str]],
+    topic_similarity: Callable[[list[str]], list[float]],
+) -> None:  # fmt: skip
+    """Each document's agenda item the question is about, when one is close enough in meaning
+    (``KNOWHUB_ASK_AGENDA_MATCH``): "Summarize the discussion on detecting linguistic features"
+    names a topic of that meeting, so its turns are quoted even where no single turn says so."""
+    threshold = settings.KNOWHUB_ASK_AGENDA_MATCH
+    if not threshold:
+        return
+    for doc in docs:
+        topics = topics_of(doc.hits, agenda)
+        if not topics:
+            continue
+        closeness, topic = max(zip(topic_similarity(topics), topics, strict=True))
+        if closeness >= threshold:
+            doc.agenda = topic
 
 
 def _search_with_fallback(run: _Run, search, applied: SearchFilters, guesses: str) -> tuple[SearchFilters, list[Hit]]:

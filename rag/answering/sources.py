@@ -8,7 +8,7 @@ in document order), and the response has one row per document with the chunks in
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from rag.llm.context import ContextSource
@@ -63,6 +63,7 @@ class SourceDoc:
     hits: list[Hit]
     n: int = 0
     cited: bool = False
+    agenda: str = ""  # its agenda item the question is about (``ContextSource.agenda``)
     chunks_in_order: list[Hit] = field(default_factory=list)
 
     def __post_init__(self):
@@ -80,7 +81,7 @@ class SourceDoc:
         best = self.best
         return ContextSource(
             n=self.n, title=plain_text(best.title), text=self.text,
-            date=best.date.isoformat() if best.date else "", breadcrumb=best.breadcrumb,
+            date=best.date.isoformat() if best.date else "", breadcrumb=best.breadcrumb, agenda=self.agenda,
         )  # fmt: skip
 
     def as_dict(self) -> dict:
@@ -132,15 +133,14 @@ class DocumentEvidence:
     ``chunk_weights``: a document's score is its best chunk's score plus its next-best chunks'
     scores times these weights (a meeting that discusses the question in several places beats
     one that mentions it once). ``topic_weight``: the share of the question's words that the
-    document's own headings name (its title and, for transcripts, the topics of its retrieved
-    turns) adds this much. ``extra_floor``: a document after the first is a source only when its
-    best chunk scores at least this share of the leading document's best chunk (an unrelated page
-    of a small corpus is not listed). ``lead_chunks``: how many chunks the leading document may
-    give (``per_doc`` for the others). ``topic_similarity_weight``: the closest meaning (cosine)
-    between the question and one of the topics the document's retrieved turns are filed under (a
-    meeting's agenda items) adds this much times it, where word overlap misses the paraphrase
-    ("the functions of the remote" under "Functional requirements"); it needs ``topic_similarity``,
-    which gives one cosine per topic.
+    document's own headings name (its title and, for transcripts, its agenda topics) adds this
+    much. ``extra_floor``: a document after the first is a source only when its best chunk scores
+    at least this share of the leading document's best chunk (an unrelated page of a small corpus
+    is not listed). ``lead_chunks``: how many chunks the leading document may give (``per_doc``
+    for the others). ``topic_similarity_weight``: the closest meaning (cosine) between the
+    question and one of the document's topics (a meeting's agenda items) adds this much times it,
+    where word overlap misses the paraphrase ("the functions of the remote" under "Functional
+    requirements"); it needs ``topic_similarity``, which gives one cosine per topic.
     """
 
     chunk_weights: tuple[float, ...] = ()
@@ -150,26 +150,21 @@ class DocumentEvidence:
     topic_similarity_weight: float = 0.0
 
 
-def _topic_text(hits: list[Hit]) -> str:
-    topics: list[str] = [hits[0].title or ""]
-    for hit in hits:
-        for topic in (hit.metadata or {}).get("topics") or []:
-            if isinstance(topic, str) and topic not in topics:
-                topics.append(topic)
-    return " ".join(topics)
-
-
-def _topics(hits: list[Hit]) -> list[str]:
-    return list(
-        dict.fromkeys(t for h in hits for t in (h.metadata or {}).get("topics") or [] if isinstance(t, str) and t)
-    )
+def topics_of(hits: list[Hit], agenda: Mapping[tuple[str, str, str], list[str]]) -> list[str]:
+    """The topics a document is filed under: its retrieved chunks' and its whole agenda's."""
+    own = (t for h in hits for t in (h.metadata or {}).get("topics") or [] if isinstance(t, str) and t)
+    return list(dict.fromkeys([*own, *agenda.get(_doc_key(hits[0]), [])]))
 
 
 def rank_documents(
     hits: list[Hit], *, question: str = "", evidence: DocumentEvidence | None = None,
     topic_similarity: Callable[[list[str]], list[float]] | None = None,
+    agenda: Mapping[tuple[str, str, str], list[str]] | None = None,
 ) -> list[list[Hit]]:  # fmt: skip
-    """Documents (each its hits, best first) in order of their evidence for ``question``."""
+    """Documents (each its hits, best first) in order of their evidence for ``question``.
+
+    ``agenda``: every topic of a document (``selectors.document_topics``), beside the topics of
+    its retrieved chunks; both the topic words and the topic closeness read them."""
     evidence = evidence or DocumentEvidence()
     groups: dict[tuple[str, str, str], list[Hit]] = {}
     for hit in hits:
@@ -179,7 +174,7 @@ def rank_documents(
         return docs  # in order of their best chunk
     asked = content_terms(question) - GENERIC_TERMS if evidence.topic_weight and question else set()
     closeness: dict[str, float] = {}
-    topics = {id(group): _topics(group) for group in docs}
+    topics = {id(group): topics_of(group, agenda or {}) for group in docs}
     if evidence.topic_similarity_weight and topic_similarity:
         every_topic = list(dict.fromkeys(t for group_topics in topics.values() for t in group_topics))
         if every_topic:  # one batch for all the documents' topics
@@ -188,7 +183,8 @@ def rank_documents(
     def score(group: list[Hit]) -> float:
         total = group[0].score + sum(w * h.score for w, h in zip(evidence.chunk_weights, group[1:], strict=False))
         if asked:
-            total += evidence.topic_weight * len(asked & content_terms(_topic_text(group))) / len(asked)
+            named = content_terms(" ".join([group[0].title or "", *topics[id(group)]]))
+            total += evidence.topic_weight * len(asked & named) / len(asked)
         if closeness:
             total += evidence.topic_similarity_weight * max((closeness[t] for t in topics[id(group)]), default=0.0)
         return total
@@ -206,6 +202,7 @@ def select_hits(
     question: str = "",
     evidence: DocumentEvidence | None = None,
     topic_similarity: Callable[[list[str]], list[float]] | None = None,
+    agenda: Mapping[tuple[str, str, str], list[str]] | None = None,
 ) -> list[Hit]:
     """The chunks to answer from when the search returned more than ``budget`` (best first).
 
@@ -218,7 +215,9 @@ def select_hits(
     in that order, each document's best first.
     """
     evidence = evidence or DocumentEvidence()
-    docs = rank_documents(hits, question=question, evidence=evidence, topic_similarity=topic_similarity)
+    docs = rank_documents(
+        hits, question=question, evidence=evidence, topic_similarity=topic_similarity, agenda=agenda
+    )
     if not docs:
         return []
     lead_best = docs[0][0].score

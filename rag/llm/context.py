@@ -21,6 +21,9 @@ class ContextSource:
     text: str
     date: str = ""
     breadcrumb: str = ""
+    # The document's agenda item (a meeting's topic) that the question is about, when one is
+    # close enough to say so: the question names a part of this document.
+    agenda: str = ""
 
 
 _SOURCE_RE = re.compile(r'<source id="(\d+)"([^>]*)>\n?(.*?)\n?</source>', re.S)
@@ -51,6 +54,8 @@ def format_user_prompt(
             attrs += f' date="{_attr(src.date)}"'
         if src.breadcrumb:
             attrs += f' path="{_attr(src.breadcrumb)}"'
+        if src.agenda:
+            attrs += f' agenda="{_attr(src.agenda)}"'
         body = src.text.replace("</source", "</ source")
         parts.append(f'<source id="{src.n}" {attrs}>\n{body}\n</source>')
     parts.append("</sources>")
@@ -85,6 +90,7 @@ def parse_user_prompt(text: str) -> tuple[str, list[ContextSource], str]:
                 title=attrs.get("title", ""),
                 date=attrs.get("date", ""),
                 breadcrumb=attrs.get("path", ""),
+                agenda=attrs.get("agenda", ""),
                 text=match.group(3).replace("</ source", "</source"),
             )
         )

@@ -104,7 +104,8 @@ class Sentence:
     source: ContextSource
     position: int
     text: str
-    score: float = 0.0
+    score: float = 0.0  # relevance, plus the source's rank among the sources
+    relevance: float = 0.0
     similarity: float = 0.0
     overlap: float = 0.0
     matched: int = 0
@@ -174,6 +175,9 @@ _SPEAKER_RE = re.compile(r"^\s*([A-Z][\w.'’-]*(?: [A-Za-z0-9][\w.'’-]*){0,3}
 # how people speak, not what they say. Quotes drop them, as an edited transcript would.
 _FILLER_RE = re.compile(r"(?:,\s*)?\b(?:mm-hmm|uh-huh|u+h+|u+m+|e+r+m+|h+m+|m+h*m+)\b(?:\s*,)?", re.I)
 _REPEAT_RE = re.compile(r"\b(\w+(?:['’]\w+)?(?: \w+(?:['’]\w+)?)?)(?:,? \1\b)+", re.I)
+# A word broken off and said again whole ("agai again", "w what", "ap applicable"): up to four
+# letters that begin the next word. A real short word keeps its place ("in into", "a again").
+_FALSE_START_RE = re.compile(r"\b([A-Za-z]{1,4})[-,]? (?=\1[a-z])", re.I)
 _LEAD_MARKER_RE = re.compile(r"^(?:(?:yeah|okay|ok|so|well|and|but|oh)\b[,.]?\s+)+(?=\w)", re.I)
 
 
@@ -188,15 +192,21 @@ def _once(m: re.Match) -> str:
     return said
 
 
+def _false_start(m: re.Match) -> str:
+    cut = m[1].lower()
+    return m[0] if cut in STOPWORDS or cut in {"a", "i"} else ""
+
+
 def tidy_speech(text: str) -> str:
     """A spoken turn as readable words: no "um"/"uh", no stammered repeats, no leading "yeah, so".
 
-    The words said stay in their order; hesitations go, and so do discourse markers that only open
-    a turn ("yeah", "so", "and", "but"). ("Um, build a system that, uh, classifies these, um these"
-    → "Build a system that classifies these".)"""
+    The words said stay in their order; hesitations and false starts go, and so do discourse
+    markers that only open a turn ("yeah", "so", "and", "but"). ("Um, build a system that, uh,
+    classifies these, um these" → "Build a system that classifies these".)"""
     text = re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r"\s+", " ", _FILLER_RE.sub(" ", text)))
     text = re.sub(r"([,;:])(?:\s*[,;:])+", r"\1", text)
     text = _REPEAT_RE.sub(_once, text).strip(" ,")
+    text = _FALSE_START_RE.sub(_false_start, text)
     text = _LEAD_MARKER_RE.sub("", text)
     return text[:1].upper() + text[1:] if text else text
 
@@ -292,6 +302,7 @@ class ExtractiveLLM:
         speaker_bonus: float = 0.1,
         focus_bonus: float = 0.2,
         other_doc_ratio: float = 0.0,
+        source_rank_weight: float = 0.5,
     ):
         self._embedder = embedder
         self.max_sentences = max_sentences
@@ -309,6 +320,7 @@ class ExtractiveLLM:
         self.speaker_bonus = speaker_bonus
         self.focus_bonus = focus_bonus
         self.other_doc_ratio = other_doc_ratio
+        self.source_rank_weight = source_rank_weight
 
     @property
     def embedder(self):
@@ -374,14 +386,22 @@ class ExtractiveLLM:
         )
         for cand, vec in zip(candidates, vecs, strict=True):
             cand.similarity = _dot(q_vec, vec)
-            prior = 1.0 - rank.get(cand.source.n, 0) / n_sources
-            cand.score = 0.65 * cand.similarity + 0.25 * cand.overlap + 0.1 * prior
+            # The sources come ranked by their whole evidence (several chunks, a meeting's
+            # agenda), a steadier judgment of which document answers than one sentence's
+            # closeness: QMSum validation, citations from the question's meeting 61% at 0.1,
+            # 71% at 0.5 (fit half 57% -> 70%, held-out 65% -> 73%).
+            cand.relevance = 0.65 * cand.similarity + 0.25 * cand.overlap
             if cand.speaker and names_speaker(question, cand.speaker):
                 # "What did C think…", "What did the Industrial Designer say…": that person's turns.
-                cand.score += self.speaker_bonus
+                cand.relevance += self.speaker_bonus
+            prior = 1.0 - rank.get(cand.source.n, 0) / n_sources
+            cand.score = cand.relevance + self.source_rank_weight * prior
         self.last_candidates = candidates
         best_similarity = max(c.similarity for c in candidates)
-        if not self._relevant(candidates, q_terms) and not narrowed:
+        # A source whose agenda item the question names answers it, though no single sentence
+        # is close: "Summarize the discussion on X" where X is a topic of the meeting.
+        on_agenda = any(src.agenda for src in sources)
+        if not self._relevant(candidates, q_terms) and not narrowed and not on_agenda:
             return [], best_similarity
         return self._choose(candidates, vecs), best_similarity
 
@@ -414,12 +434,13 @@ class ExtractiveLLM:
 
     def _choose(self, candidates: list[Sentence], vecs: list[list[float]]) -> list[Sentence]:
         """Pick the answer's sentences by maximal marginal relevance, then put them in reading order."""
-        best = max(candidates, key=lambda c: c.score)
         vec_of = {id(c): v for c, v in zip(candidates, vecs, strict=True)}
         pool = sorted(candidates, key=lambda c: -c.score)[:60]
         chosen: list[Sentence] = []
         chars = 0
-        floor = max(best.score * self.floor_ratio, 0.15)
+        # How many sentences are worth quoting is a matter of their relevance against the answer's
+        # first sentence: the sources' rank decides between sentences, not how long the answer is.
+        floor = 0.15
         while pool and len(chosen) < self.max_sentences:
             def mmr(c: Sentence) -> float:
                 redundancy = max((_dot(vec_of[id(c)], vec_of[id(s)]) for s in chosen), default=0.0)
@@ -430,8 +451,10 @@ class ExtractiveLLM:
 
             pick = max(pool, key=mmr)
             pool.remove(pick)
-            # Below the floor only to make a second sentence that is relevant on its own.
-            if pick.score < floor and (len(chosen) >= 2 or pick.similarity < self.min_similarity + 0.1):
+            # Below the floor only to make a second sentence that is relevant on its own. The first
+            # is the best the ranked sources offer: its score, rank included, must reach the floor.
+            weight = pick.relevance if chosen else pick.score
+            if weight < floor and (len(chosen) >= 2 or pick.similarity < self.min_similarity + 0.1):
                 break
             if any(_dot(vec_of[id(pick)], vec_of[id(s)]) > 0.9 for s in chosen):
                 continue
@@ -441,6 +464,8 @@ class ExtractiveLLM:
                 continue
             if chosen and chars + len(pick.text) > self.max_chars:
                 continue
+            if not chosen:
+                floor = max(pick.relevance * self.floor_ratio, floor)
             chosen.append(pick)
             chars += len(pick.text)
         # Reading order: sources by their best chosen sentence, then document order inside each.

@@ -1,12 +1,21 @@
 """Meeting questions: the sources span several documents (one long transcript does not fill
-every slot), and a question that names a speaker quotes that speaker (real all-MiniLM-L6-v2)."""
+every slot), a meeting is weighed by its whole agenda, and a question that names a speaker quotes
+that speaker (real all-MiniLM-L6-v2)."""
 
 from __future__ import annotations
 
+import pytest
+
+from rag.acl import Scope
+from rag.answering.selectors import document_topics
 from rag.answering.sources import DocumentEvidence, group_hits, rank_documents, select_hits
 from rag.llm.context import ContextSource
 from rag.llm.extractive import ExtractiveLLM, names_speaker
+from rag.models import Project
 from rag.search import Hit
+from rag.services import source_soft_delete
+from rag.units import SourceDocument, Unit
+from tests.rag.factories import load
 
 
 def hit(source_id: str, i: int, score: float, topics: list[str] | None = None) -> Hit:
@@ -78,6 +87,71 @@ def test_a_document_filed_under_a_paraphrase_of_the_question_leads(local_embedde
     assert [g[0].source_id for g in ranked] == ["meeting", "other"]
 
 
+def test_a_meeting_whose_agenda_names_the_question_leads_though_no_retrieved_turn_is_filed_there():
+    """The search found one turn of each meeting, filed under other items; the agenda says more."""
+    question = "Summarize the discussion about product quotation."
+    hits = [hit("a", 0, 0.60, ["Kick-off"]), hit("d", 0, 0.55, ["Prototype presentation"])]
+    evidence = DocumentEvidence(topic_weight=0.4)
+    assert [g[0].source_id for g in rank_documents(hits, question=question, evidence=evidence)] == ["a", "d"]
+    agenda = {("meetings", "transcript", "d"): ["Prototype presentation", "Product quotation"]}
+    ranked = rank_documents(hits, question=question, evidence=evidence, agenda=agenda)
+    assert [g[0].source_id for g in ranked] == ["d", "a"]
+
+
+def _meeting(source_id: str, topics: list[list[str]], **kw) -> SourceDocument:
+    return SourceDocument(
+        collection="meetings", source_type="transcript", source_id=source_id,
+        units=[
+            Unit(unit_anchor=f"t-{i}", title=f"Meeting {source_id}", content=f"Chair: item {i} of {source_id}.",
+                 metadata={"topics": filed})
+            for i, filed in enumerate(topics)
+        ],
+        **kw,
+    )  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_the_agenda_of_a_document_is_read_under_the_callers_scope(local_embedder, user, other_user):
+    Project.objects.create(slug="board", name="Board").members.add(user)
+    load(
+        [
+            _meeting("open", [["Budget", "Kick-off"], ["Budget"], [], ["Product quotation"]]),
+            _meeting("board", [["Salaries"]], visibility="restricted", project="board"),
+            _meeting("gone", [["Old business"]]),
+        ],
+        local_embedder,
+    )
+    source_soft_delete(collection="meetings", source_type="transcript", source_ids=["gone"])
+    keys = [("meetings", "transcript", sid) for sid in ("open", "board", "gone", "absent")]
+
+    member = document_topics(scope=Scope.for_user(user), docs=keys)
+    assert member == {
+        ("meetings", "transcript", "open"): ["Budget", "Kick-off", "Product quotation"],
+        ("meetings", "transcript", "board"): ["Salaries"],
+    }
+    outsider = document_topics(scope=Scope.for_user(other_user), docs=keys)
+    assert outsider == {("meetings", "transcript", "open"): ["Budget", "Kick-off", "Product quotation"]}
+    assert document_topics(scope=Scope.for_user(user), docs=[]) == {}
+
+
+def test_a_question_about_an_agenda_item_is_answered_from_that_meeting(local_embedder):
+    """No turn is close to the question on its own, which alone would be refused; the meeting's
+    agenda item is, so its turns are quoted."""
+    transcript = "\n".join([
+        "Grad A: So we ran the nets on the new set and the numbers came back this morning.",
+        "Professor C: We should cluster them first, then look at which ones hold up across speakers.",
+    ])  # fmt: skip
+    question = "Summarize the discussion on detecting important linguistic features"
+    llm = ExtractiveLLM(embedder=local_embedder)
+    plain = ContextSource(n=1, title="Meeting Bro011", text=transcript)
+    assert llm.select(question=question, sources=[plain])[0] == []
+    on_agenda = ContextSource(
+        n=1, title="Meeting Bro011", text=transcript, agenda="Detecting important linguistic features"
+    )
+    chosen, _ = llm.select(question=question, sources=[on_agenda])
+    assert chosen and {c.source.n for c in chosen} == {1}
+
+
 def test_extra_documents_need_to_be_close_to_the_leader_and_the_leader_gives_more_chunks():
     hits = [hit("lead", i, 0.9 - i * 0.01) for i in range(6)] + [hit("close", 0, 0.8), hit("far", 0, 0.3)]
     evidence = DocumentEvidence(extra_floor=0.5, lead_chunks=5)
@@ -107,3 +181,44 @@ def test_a_question_naming_a_speaker_quotes_that_speaker(local_embedder):
     assert chosen and chosen[0].speaker == "Professor C"
     chosen, _ = llm.select(question="What did A think about setting up the recording equipment?", sources=[source])
     assert chosen and chosen[0].speaker == "Grad A"
+
+
+@pytest.mark.django_db
+def test_ask_answers_a_question_naming_an_agenda_item_and_still_refuses_an_unrelated_one(local_embedder):
+    """Through the whole pipeline: two meetings filed under agenda items; the question names one
+    item of the second meeting in words none of its turns use."""
+    from ingestion.sources.documents import transcript_to_document
+    from rag.answering.services import ask_collect
+    from rag.search import SearchFilters
+
+    def turns(*said):
+        return [{"speaker": speaker, "text": text} for speaker, text in said]
+
+    load(
+        [
+            transcript_to_document(
+                source_id="garden", title="Garden committee", collection="meetings",
+                turns=turns(("Chair", "The tomato beds need watering twice a day in July."),
+                            ("Ben", "I will order the drip irrigation kit and install it in June.")),
+                topics=[{"topic": "Watering the vegetable beds", "turn_start": 0, "turn_end": 1}],
+            ),
+            transcript_to_document(
+                source_id="speech", title="Speech group", collection="meetings",
+                turns=turns(("Grad A", "So we ran the nets on the new set and the numbers came back this morning."),
+                            ("Professor C", "We should cluster them first, then see which hold up across speakers.")),
+                topics=[{"topic": "Detecting important linguistic features", "turn_start": 0, "turn_end": 1}],
+            ),
+        ],
+        local_embedder,
+    )  # fmt: skip
+
+    def ask(query):
+        return ask_collect(
+            user=None, scope=Scope.everything(), query=query, filters=SearchFilters(collections=["meetings"]),
+            embedder=local_embedder, log=False,
+        )  # fmt: skip
+
+    result = ask("Summarize the discussion on detecting important linguistic features")
+    assert result["citations"], result["answer"]
+    assert {s["source_id"] for s in result["sources"] if s["cited"]} == {"speech"}
+    assert not ask("What is the boiling point of mercury in degrees Celsius?")["citations"]

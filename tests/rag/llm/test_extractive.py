@@ -109,6 +109,9 @@ def test_sentence_splitting_reads_notes_as_prose():
         ("We were we were talking about the, mm-hmm, budget.", "We were talking about the budget."),
         ("He had had enough of the 10 10 split.", "He had had enough of the 10 10 split."),  # grammar and numbers stay
         ("The humdrum summer was a hit.", "The humdrum summer was a hit."),
+        # False starts go; a real short word before a longer one stays.
+        ("It is agai again a contradiction, so w what now?", "It is again a contradiction, so what now?"),
+        ("Go in into the room to today's meeting.", "Go in into the room to today's meeting."),
     ],
 )
 def test_quotes_of_speech_drop_hesitations_but_keep_every_word_said(said, quoted):
