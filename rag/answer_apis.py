@@ -98,6 +98,9 @@ class SourceRowSerializer(CitationSerializer):  # a citation's fields first, the
     source_type = serializers.CharField()
     source_id = serializers.CharField()
     breadcrumb = serializers.CharField()
+    agenda = serializers.CharField(
+        help_text="The document's agenda item (a meeting's topic) the question is about; empty when none is close."
+    )
     content = serializers.CharField(help_text="The document's retrieved chunks, in document order.")
     chunk_uids = serializers.ListField(
         child=serializers.CharField(), help_text="The retrieved chunks of this document."

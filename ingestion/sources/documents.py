@@ -179,6 +179,7 @@ def _qmsum_text(text: str) -> str:
     text = _QMSUM_MARKUP_RE.sub("", text)
     text = re.sub(r"\s+([,.?!;:%])", r"\1", text)
     text = re.sub(r"\s+(n't|'s|'re|'ve|'ll|'d|'m)\b", r"\1", text)
+    text = re.sub(r'"\s+([^"]*?)\s+"', r'"\1"', text)  # the term " feature " → the term "feature"
     return re.sub(r"\s+", " ", text).strip()
 
 

@@ -106,19 +106,20 @@ class _Numbered:
     n: int
     chunk_uid: str
     chunk_uids: tuple[str, ...] = ()
+    agenda: str = ""
 
 
 def _numbered(items: list, fallback: list[str]) -> list[_Numbered]:
     if items:
         return [
-            _Numbered(int(i["n"]), i["chunk_uid"], tuple(i.get("chunk_uids") or ()))
+            _Numbered(int(i["n"]), i["chunk_uid"], tuple(i.get("chunk_uids") or ()), str(i.get("agenda") or ""))
             for i in items
             if i.get("chunk_uid") and i.get("n")
         ]
     return [_Numbered(n, uid) for n, uid in enumerate(fallback, start=1)]
 
 
-def _source_dict(n: int, hit, grouped: list, cited: bool) -> dict:
+def _source_dict(n: int, hit, grouped: list, cited: bool, agenda: str = "") -> dict:
     """One document row as the live answer sent it (chunks the caller may still see only)."""
     return {
         "n": n,
@@ -136,6 +137,7 @@ def _source_dict(n: int, hit, grouped: list, cited: bool) -> dict:
         "source_type": hit.source_type,
         "source_id": hit.source_id,
         "breadcrumb": hit.breadcrumb,
+        "agenda": agenda,
         "content": hit.content,
     }
 
@@ -167,7 +169,7 @@ def _turn(row: LoggedTurn, scope: Scope) -> dict:
             _source_dict(
                 s.n, by_uid[s.chunk_uid],
                 [by_uid[u] for u in (s.chunk_uids or (s.chunk_uid,)) if u in by_uid] or [by_uid[s.chunk_uid]],
-                s.n in {c.n for c in cited},
+                s.n in {c.n for c in cited}, s.agenda,
             )  # fmt: skip
             for s in visible
         ],

@@ -763,7 +763,10 @@ def _turn_record(run: _Run) -> dict:
         # Each row is one document: its best chunk plus every chunk grouped under it, so a reload
         # shows the same document rows (and their links) as the live answer.
         "sources": [
-            {"n": s["n"], "chunk_uid": s["chunk_uid"], "chunk_uids": s.get("chunk_uids") or [s["chunk_uid"]]}
+            {
+                "n": s["n"], "chunk_uid": s["chunk_uid"], "chunk_uids": s.get("chunk_uids") or [s["chunk_uid"]],
+                **({"agenda": s["agenda"]} if s.get("agenda") else {}),
+            }  # fmt: skip
             for s in payload.get("sources") or []
         ],
         "citations": [{"n": c["n"], "chunk_uid": c["chunk_uid"]} for c in _citations(run)],

@@ -97,6 +97,7 @@ class SourceDoc:
             "source_type": best.source_type,
             "source_id": best.source_id,
             "breadcrumb": plain_text(best.breadcrumb),
+            "agenda": self.agenda,
             "score": best.score,
             "vec_score": best.vec_score,
             "txt_score": best.txt_score,

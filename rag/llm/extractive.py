@@ -178,6 +178,7 @@ _REPEAT_RE = re.compile(r"\b(\w+(?:['’]\w+)?(?: \w+(?:['’]\w+)?)?)(?:,? \1\b
 # A word broken off and said again whole ("agai again", "w what", "ap applicable"): up to four
 # letters that begin the next word. A real short word keeps its place ("in into", "a again").
 _FALSE_START_RE = re.compile(r"\b([A-Za-z]{1,4})[-,]? (?=\1[a-z])", re.I)
+_SENTENCE_START_RE = re.compile(r"(\w{2,}[.!?] )([a-z])")
 _LEAD_MARKER_RE = re.compile(r"^(?:(?:yeah|okay|ok|so|well|and|but|oh)\b[,.]?\s+)+(?=\w)", re.I)
 
 
@@ -207,6 +208,8 @@ def tidy_speech(text: str) -> str:
     text = re.sub(r"([,;:])(?:\s*[,;:])+", r"\1", text)
     text = _REPEAT_RE.sub(_once, text).strip(" ,")
     text = _FALSE_START_RE.sub(_false_start, text)
+    # "you guys. Um sends a message" lost its "Um": the sentence starts with a capital again.
+    text = _SENTENCE_START_RE.sub(lambda m: m[1] + m[2].upper(), text)
     text = _LEAD_MARKER_RE.sub("", text)
     return text[:1].upper() + text[1:] if text else text
 

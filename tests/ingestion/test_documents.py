@@ -8,6 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from ingestion.models import IngestedDocument
+from ingestion.sources.documents import qmsum_to_document
 from rag.acl import Scope
 from rag.models import Chunk
 from rag.search import SearchFilters, chunk_search
@@ -158,3 +159,11 @@ def test_one_real_qmsum_meeting_keeps_speakers(tmp_path, use_hashing_embedder, m
     chunks = Chunk.objects.filter(collection="meetings", source_id="Bed002")
     assert chunks.count() > 10
     assert all(":" in c.content.split("\n", 1)[0] for c in chunks)  # every chunk starts on a turn
+
+
+def test_qmsum_tokenisation_reads_as_text(tmp_path):
+    path = tmp_path / "Bro011.json"
+    said = 'we \'re overloading the term " feature " {disfmarker} again , are n\'t we ?'
+    path.write_text(json.dumps({"meeting_transcripts": [{"speaker": "Professor A", "content": said}]}))
+    (unit,) = qmsum_to_document(path).units
+    assert unit.content == 'Professor A: we\'re overloading the term "feature" again, aren\'t we?'

@@ -184,10 +184,11 @@ def test_a_question_naming_a_speaker_quotes_that_speaker(local_embedder):
 
 
 @pytest.mark.django_db
-def test_ask_answers_a_question_naming_an_agenda_item_and_still_refuses_an_unrelated_one(local_embedder):
+def test_ask_answers_a_question_naming_an_agenda_item_and_still_refuses_an_unrelated_one(local_embedder, user):
     """Through the whole pipeline: two meetings filed under agenda items; the question names one
     item of the second meeting in words none of its turns use."""
     from ingestion.sources.documents import transcript_to_document
+    from rag.answering.history import conversation_detail
     from rag.answering.services import ask_collect
     from rag.search import SearchFilters
 
@@ -221,4 +222,14 @@ def test_ask_answers_a_question_naming_an_agenda_item_and_still_refuses_an_unrel
     result = ask("Summarize the discussion on detecting important linguistic features")
     assert result["citations"], result["answer"]
     assert {s["source_id"] for s in result["sources"] if s["cited"]} == {"speech"}
+    # The source row says which part of the meeting the question is about.
+    assert [s["agenda"] for s in result["sources"] if s["cited"]] == ["Detecting important linguistic features"]
     assert not ask("What is the boiling point of mercury in degrees Celsius?")["citations"]
+
+    # A stored conversation shows the same row after a reload.
+    kept = ask_collect(
+        user=user, query="Summarize the discussion on detecting important linguistic features",
+        filters=SearchFilters(collections=["meetings"]), embedder=local_embedder,
+    )  # fmt: skip
+    (turn,) = conversation_detail(user=user, conversation_id=kept["conversation_id"])["turns"]
+    assert [s["agenda"] for s in turn["sources"] if s["cited"]] == ["Detecting important linguistic features"]
