@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 
@@ -328,9 +328,6 @@ def _retrieve(run: _Run, llm) -> None:
         topic_similarity_weight=settings.KNOWHUB_ASK_DOC_TOPIC_SIMILARITY_WEIGHT,
     )  # fmt: skip
 
-    def topic_similarity(topics: list[str]) -> list[float]:
-        return [sum(a * b for a, b in zip(query_vector, v, strict=True)) for v in sentence_vectors(embedder, topics)]
-
     agenda = {}
     if (run.rerank or {}).get("served") == "reranked":
         # A reranker's order is the better judgment than fused scores: documents keep it.
@@ -339,24 +336,30 @@ def _retrieve(run: _Run, llm) -> None:
         # Documents filed under topics (meetings) are weighed by their whole agenda.
         filed = {(h.collection, h.source_type, h.source_id) for h in hits if (h.metadata or {}).get("topics")}
         agenda = document_topics(scope=run.scope, docs=sorted(filed))
+    # The question's closeness to every topic of the candidate documents, in one batch: it ranks
+    # the documents and names the agenda item a source is about.
+    topics = list(dict.fromkeys([*topics_of(hits, {}), *(t for items in agenda.values() for t in items)]))
+    closeness = {
+        t: sum(a * b for a, b in zip(query_vector, v, strict=True))
+        for t, v in zip(topics, sentence_vectors(embedder, topics) if topics else [], strict=True)
+    }
     hits = select_hits(
         hits, budget=run.top_k, max_docs=settings.KNOWHUB_ASK_MAX_DOCS, per_doc=settings.KNOWHUB_ASK_CHUNKS_PER_DOC,
-        question=run.searched_query, evidence=evidence, topic_similarity=topic_similarity, agenda=agenda,
+        question=run.searched_query, evidence=evidence, closeness=closeness, agenda=agenda,
     )  # fmt: skip
     for rank, h in enumerate(hits, start=1):
         h.rank = rank
     run.hits = hits
     run.docs = group_hits(hits)
-    _mark_agenda(run.docs, agenda, topic_similarity)
+    _mark_agenda(run.docs, agenda, closeness)
     run.topic = run.searched_query
     if analysis.counting:
         run.count = _count(run, analysis)
 
 
 def _mark_agenda(
-    docs: list[SourceDoc], agenda: dict[tuple[str, str, str], list[str]],
-    topic_similarity: Callable[[list[str]], list[float]],
-) -> None:  # fmt: skip
+    docs: list[SourceDoc], agenda: dict[tuple[str, str, str], list[str]], closeness: dict[str, float]
+) -> None:
     """Each document's agenda item the question is about, when one is close enough in meaning
     (``KNOWHUB_ASK_AGENDA_MATCH``): "Summarize the discussion on detecting linguistic features"
     names a topic of that meeting, so its turns are quoted even where no single turn says so."""
@@ -364,11 +367,8 @@ def _mark_agenda(
     if not threshold:
         return
     for doc in docs:
-        topics = topics_of(doc.hits, agenda)
-        if not topics:
-            continue
-        closeness, topic = max(zip(topic_similarity(topics), topics, strict=True))
-        if closeness >= threshold:
+        topic = max(topics_of(doc.hits, agenda), key=closeness.__getitem__, default="")
+        if topic and closeness[topic] >= threshold:
             doc.agenda = topic
 
 

@@ -8,7 +8,7 @@ in document order), and the response has one row per document with the chunks in
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rag.llm.context import ContextSource
@@ -141,7 +141,7 @@ class DocumentEvidence:
     for the others). ``topic_similarity_weight``: the closest meaning (cosine) between the
     question and one of the document's topics (a meeting's agenda items) adds this much times it,
     where word overlap misses the paraphrase ("the functions of the remote" under "Functional
-    requirements"); it needs ``topic_similarity``, which gives one cosine per topic.
+    requirements"); it needs ``closeness``, the cosine of each topic.
     """
 
     chunk_weights: tuple[float, ...] = ()
@@ -159,13 +159,13 @@ def topics_of(hits: list[Hit], agenda: Mapping[tuple[str, str, str], list[str]])
 
 def rank_documents(
     hits: list[Hit], *, question: str = "", evidence: DocumentEvidence | None = None,
-    topic_similarity: Callable[[list[str]], list[float]] | None = None,
-    agenda: Mapping[tuple[str, str, str], list[str]] | None = None,
+    closeness: Mapping[str, float] | None = None, agenda: Mapping[tuple[str, str, str], list[str]] | None = None,
 ) -> list[list[Hit]]:  # fmt: skip
     """Documents (each its hits, best first) in order of their evidence for ``question``.
 
     ``agenda``: every topic of a document (``selectors.document_topics``), beside the topics of
-    its retrieved chunks; both the topic words and the topic closeness read them."""
+    its retrieved chunks; both the topic words and the topic ``closeness`` (the question's cosine
+    to each topic) read them."""
     evidence = evidence or DocumentEvidence()
     groups: dict[tuple[str, str, str], list[Hit]] = {}
     for hit in hits:
@@ -174,12 +174,8 @@ def rank_documents(
     if not evidence.chunk_weights and not evidence.topic_weight and not evidence.topic_similarity_weight:
         return docs  # in order of their best chunk
     asked = content_terms(question) - GENERIC_TERMS if evidence.topic_weight and question else set()
-    closeness: dict[str, float] = {}
     topics = {id(group): topics_of(group, agenda or {}) for group in docs}
-    if evidence.topic_similarity_weight and topic_similarity:
-        every_topic = list(dict.fromkeys(t for group_topics in topics.values() for t in group_topics))
-        if every_topic:  # one batch for all the documents' topics
-            closeness = dict(zip(every_topic, topic_similarity(every_topic), strict=True))
+    closeness = closeness if evidence.topic_similarity_weight else None
 
     def score(group: list[Hit]) -> float:
         total = group[0].score + sum(w * h.score for w, h in zip(evidence.chunk_weights, group[1:], strict=False))
@@ -187,7 +183,9 @@ def rank_documents(
             named = content_terms(" ".join([group[0].title or "", *topics[id(group)]]))
             total += evidence.topic_weight * len(asked & named) / len(asked)
         if closeness:
-            total += evidence.topic_similarity_weight * max((closeness[t] for t in topics[id(group)]), default=0.0)
+            total += evidence.topic_similarity_weight * max(
+                (closeness.get(t, 0.0) for t in topics[id(group)]), default=0.0
+            )
         return total
 
     scores = {id(group): score(group) for group in docs}
@@ -202,7 +200,7 @@ def select_hits(
     per_doc: int,
     question: str = "",
     evidence: DocumentEvidence | None = None,
-    topic_similarity: Callable[[list[str]], list[float]] | None = None,
+    closeness: Mapping[str, float] | None = None,
     agenda: Mapping[tuple[str, str, str], list[str]] | None = None,
 ) -> list[Hit]:
     """The chunks to answer from when the search returned more than ``budget`` (best first).
@@ -216,9 +214,7 @@ def select_hits(
     in that order, each document's best first.
     """
     evidence = evidence or DocumentEvidence()
-    docs = rank_documents(
-        hits, question=question, evidence=evidence, topic_similarity=topic_similarity, agenda=agenda
-    )
+    docs = rank_documents(hits, question=question, evidence=evidence, closeness=closeness, agenda=agenda)
     if not docs:
         return []
     lead_best = docs[0][0].score

@@ -194,8 +194,7 @@ def _once(m: re.Match) -> str:
 
 
 def _false_start(m: re.Match) -> str:
-    cut = m[1].lower()
-    return m[0] if cut in STOPWORDS or cut in {"a", "i"} else ""
+    return m[0] if m[1].lower() in STOPWORDS else ""
 
 
 def tidy_speech(text: str) -> str:

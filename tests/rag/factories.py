@@ -6,8 +6,9 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from rag.acl import user_hash
+from rag.acl import Scope, user_hash
 from rag.models import Project
+from rag.search import chunk_search
 from rag.services import chunk_upsert
 from rag.units import SourceDocument, Unit
 
@@ -125,6 +126,12 @@ def load_visibility_corpus(member, owner, embedder) -> None:
         ],
         embedder,
     )
+
+
+def visible_sources(user, embedder, mode: str) -> set[str]:
+    """The source ids ``user``'s search of the visibility corpus returns in ``mode``."""
+    result = chunk_search(query="knowledge vectors", scope=Scope.for_user(user), mode=mode, embedder=embedder)
+    return {h.source_id for h in result.hits}
 
 
 def beir_folder(

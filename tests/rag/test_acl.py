@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from rag.acl import Scope, user_hash
 from rag.models import Chunk, Project
 from rag.search import MODES, SearchFilters, chunk_search, known_collections
-from tests.rag.factories import doc, load, load_visibility_corpus
+from tests.rag.factories import doc, load, load_visibility_corpus, visible_sources
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("text_backend")]
 
@@ -117,13 +117,7 @@ def test_hidden_chunks_never_change_what_a_user_gets(hashing_embedder, text_back
 def test_member_sees_restricted_chunk_and_non_member_does_not(user, other_user, hashing_embedder):
     load_visibility_corpus(user, other_user, hashing_embedder)
     for mode in MODES:
-        member = chunk_search(
-            query="knowledge vectors", scope=Scope.for_user(user), mode=mode, embedder=hashing_embedder
-        )
-        outsider = chunk_search(
-            query="knowledge vectors", scope=Scope.for_user(other_user), mode=mode, embedder=hashing_embedder
-        )
-        assert {h.source_id for h in member.hits} == {"open", "closed"}
-        assert {h.source_id for h in outsider.hits} == {"open", "mine"}
+        assert visible_sources(user, hashing_embedder, mode) == {"open", "closed"}
+        assert visible_sources(other_user, hashing_embedder, mode) == {"open", "mine"}
     anonymous = chunk_search(query="secret", scope=Scope.for_user(None), mode="fulltext", embedder=hashing_embedder)
     assert anonymous.hits == []

@@ -14,7 +14,7 @@ from rag import side_search
 from rag.acl import Scope
 from rag.models import Chunk
 from rag.search import MODES, chunk_search
-from tests.rag.factories import doc, load, load_visibility_corpus, topic_corpus
+from tests.rag.factories import doc, load, load_visibility_corpus, topic_corpus, visible_sources
 
 # Another connection sees committed rows only, hence transaction=True.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -68,14 +68,8 @@ def test_inside_a_transaction_the_search_stays_on_its_own_connection(local_embed
 def test_acl_holds_on_the_side_connection(user, other_user, local_embedder, spy):
     load_visibility_corpus(user, other_user, local_embedder)
     for mode in MODES:
-        member = chunk_search(
-            query="knowledge vectors", scope=Scope.for_user(user), mode=mode, embedder=local_embedder
-        )
-        outsider = chunk_search(
-            query="knowledge vectors", scope=Scope.for_user(other_user), mode=mode, embedder=local_embedder
-        )
-        assert {h.source_id for h in member.hits} == {"open", "closed"}
-        assert {h.source_id for h in outsider.hits} == {"open", "mine"}
+        assert visible_sources(user, local_embedder, mode) == {"open", "closed"}
+        assert visible_sources(other_user, local_embedder, mode) == {"open", "mine"}
     assert len(spy) == 4  # hybrid and rrf, for each caller
 
 

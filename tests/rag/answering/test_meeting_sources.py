@@ -74,16 +74,18 @@ def test_a_document_filed_under_a_paraphrase_of_the_question_leads(local_embedde
         hit("meeting", 0, 0.55, ["Functional design"]),
     ]
     q_vec = local_embedder.embed_query(question)
-
-    def similarity(topics):
-        return [sum(a * b for a, b in zip(q_vec, v, strict=True)) for v in local_embedder.embed_documents(topics)]
+    topics = ["Budget review", "Functional design"]
+    closeness = {
+        t: sum(a * b for a, b in zip(q_vec, v, strict=True))
+        for t, v in zip(topics, local_embedder.embed_documents(topics), strict=True)
+    }
 
     words_only = DocumentEvidence(topic_weight=0.4)
     assert [g[0].source_id for g in rank_documents(hits, question=question, evidence=words_only)] == [
         "other", "meeting"
     ]
     evidence = DocumentEvidence(topic_weight=0.4, topic_similarity_weight=0.8)
-    ranked = rank_documents(hits, question=question, evidence=evidence, topic_similarity=similarity)
+    ranked = rank_documents(hits, question=question, evidence=evidence, closeness=closeness)
     assert [g[0].source_id for g in ranked] == ["meeting", "other"]
 
 
