@@ -154,7 +154,7 @@ class DocumentEvidence:
 def topics_of(hits: list[Hit], agenda: Mapping[tuple[str, str, str], list[str]]) -> list[str]:
     """The topics a document is filed under: its retrieved chunks' and its whole agenda's."""
     own = (t for h in hits for t in (h.metadata or {}).get("topics") or [] if isinstance(t, str) and t)
-    return list(dict.fromkeys([*own, *agenda.get(_doc_key(hits[0]), [])]))
+    return list(dict.fromkeys([*own, *(agenda.get(_doc_key(hits[0]), []) if hits else [])]))
 
 
 def rank_documents(
