@@ -13,6 +13,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def test_staff_reads_weights_and_confidence(browser, live_server, staff_user, monkeypatch, tmp_path):  # noqa: F811
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     from feedback.tuning import ranking_tune
 
@@ -29,6 +30,8 @@ def test_staff_reads_weights_and_confidence(browser, live_server, staff_user, mo
     browser.find_element(By.NAME, "username").send_keys("staff")
     browser.find_element(By.NAME, "password").send_keys("pw-staff-123")
     browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    # the click returns before the login's redirect lands: wait for the page, not the form
+    WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "table.ranking-features"))
     table = browser.find_element(By.CSS_SELECTOR, "table.ranking-features")
     rows = {
         r.find_elements(By.TAG_NAME, "td")[0].text: [td.text for td in r.find_elements(By.TAG_NAME, "td")]
