@@ -10,7 +10,7 @@ from rag.acl import Scope
 from rag.answering.selectors import document_topics
 from rag.answering.sources import DocumentEvidence, group_hits, rank_documents, select_hits
 from rag.llm.context import ContextSource
-from rag.llm.extractive import ExtractiveLLM, names_speaker
+from rag.llm.extractive import ExtractiveLLM, _centrality, names_speaker
 from rag.models import Project
 from rag.search import Hit
 from rag.services import source_soft_delete
@@ -152,6 +152,34 @@ def test_a_question_about_an_agenda_item_is_answered_from_that_meeting(local_emb
     )
     chosen, _ = llm.select(question=question, sources=[on_agenda])
     assert chosen and {c.source.n for c in chosen} == {1}
+    # The answer says which part of the meeting its quotes come from before quoting it.
+    answer = "".join(llm.answer_parts(question=question, sources=[on_agenda]))
+    lead, quoted = answer.split("\n\n", 1)
+    assert lead == "The meeting discussed “Detecting important linguistic features”:"
+    assert quoted.startswith(("Grad A: “", "Professor C: “")) and quoted.endswith("[1]")
+
+
+def test_a_question_asked_in_the_meeting_is_not_its_answer(local_embedder):
+    """The turn that asks what the person asks is closest in words; the reply answers it."""
+    transcript = "\n".join([
+        "Hefin David AM: What about risk appetite? Do you feel that any governing bodies are exhibiting "
+        "an imprudent risk appetite?",
+        "Dr David Blaney: No, governing bodies would see the risks coming through in forecasts and in "
+        "requests for borrowing, so we would step in early.",
+        "Hefin David AM: Thank you, that is helpful.",
+    ])  # fmt: skip
+    source = ContextSource(n=1, title="Higher education finance", text=transcript)
+    question = "What was said about the risk appetite of governing bodies?"
+    chosen, _ = ExtractiveLLM(embedder=local_embedder, max_sentences=1).select(question=question, sources=[source])
+    assert [c.speaker for c in chosen] == ["Dr David Blaney"]
+    unpenalised = ExtractiveLLM(embedder=local_embedder, max_sentences=1, question_penalty=0.0)
+    assert [c.speaker for c in unpenalised.select(question=question, sources=[source])[0]] == ["Hefin David AM"]
+
+
+def test_centrality_is_the_mean_cosine_to_the_other_sentences():
+    vecs = [[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]]
+    assert [round(c, 6) for c in _centrality(vecs)] == [0.3, 0.7, 0.4]
+    assert _centrality([[1.0, 0.0]]) == [0.0]
 
 
 def test_extra_documents_need_to_be_close_to_the_leader_and_the_leader_gives_more_chunks():
@@ -226,6 +254,7 @@ def test_ask_answers_a_question_naming_an_agenda_item_and_still_refuses_an_unrel
     assert {s["source_id"] for s in result["sources"] if s["cited"]} == {"speech"}
     # The source row says which part of the meeting the question is about.
     assert [s["agenda"] for s in result["sources"] if s["cited"]] == ["Detecting important linguistic features"]
+    assert result["answer"].startswith("The meeting discussed “Detecting important linguistic features”:")
     assert not ask("What is the boiling point of mercury in degrees Celsius?")["citations"]
 
     # A stored conversation shows the same row after a reload.
