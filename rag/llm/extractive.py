@@ -205,7 +205,9 @@ def tidy_speech(text: str) -> str:
     classifies these, um these" → "Build a system that classifies these".)"""
     text = re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r"\s+", " ", _FILLER_RE.sub(" ", text)))
     text = re.sub(r"([,;:])(?:\s*[,;:])+", r"\1", text)
-    text = _REPEAT_RE.sub(_once, text).strip(" ,")
+    # "the project. Um." lost its "Um" but kept the stop: one stop (an ellipsis stays).
+    text = re.sub(r"(?<!\.)([.!?])\.(?!\.)", r"\1", text)
+    text = _REPEAT_RE.sub(_once, text).strip(" ,").lstrip(".;: ")  # a turn that opened "Um. So…"
     text = _FALSE_START_RE.sub(_false_start, text)
     # "you guys. Um sends a message" lost its "Um": the sentence starts with a capital again.
     text = _SENTENCE_START_RE.sub(lambda m: m[1] + m[2].upper(), text)
@@ -246,6 +248,13 @@ def names_speaker(question: str, speaker: str) -> bool:
     of its capitalised words as written ("Maya", "Marketing", the "C" of "Professor C")."""
     words = _NAMEWORD_RE.findall(speaker)
     if len(words) > 1 and re.search(rf"\b{re.escape(speaker)}\b", question, flags=re.I):
+        return True
+    # A role and a letter ("Professor A", "PhD C") is named by its role: "the professor".
+    if (
+        len(words) == 2
+        and re.fullmatch(r"[A-Z0-9]", words[1])
+        and re.search(rf"\bthe {re.escape(words[0])}\b", question, flags=re.I)
+    ):
         return True
     asked_words = _NAMEWORD_RE.findall(question)
     # A sentence's first word is capitalised anyway: "A plan for…" names no "Grad A".

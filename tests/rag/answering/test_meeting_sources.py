@@ -194,6 +194,8 @@ def test_which_questions_name_a_speaker():
     assert names_speaker("What did C think about the recording setup?", "Professor C")
     assert names_speaker("What did the industrial designer recommend?", "Industrial Designer")
     assert names_speaker("Why did Marketing want an LCD?", "Marketing")
+    assert names_speaker("What did the professor think about clustering?", "Professor A")  # a role and a letter
+    assert not names_speaker("What did the professor think about clustering?", "PhD B")
     assert not names_speaker("Summarize the marketing strategy.", "Marketing")  # a topic, not a person
     assert not names_speaker("A plan for the budget?", "Grad A")  # a capital at the start of a sentence
     assert not names_speaker("What did the Chair rule?", "Mr. Paul Manly (NanaimoLadysmith, GP)")

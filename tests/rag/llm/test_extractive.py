@@ -113,6 +113,7 @@ def test_sentence_splitting_reads_notes_as_prose():
         ("It is agai again a contradiction, so w what now?", "It is again a contradiction, so what now?"),
         ("Go in into the room to today's meeting.", "Go in into the room to today's meeting."),
         ("That's basic, guys. Um, it sends, e.g. a number.", "That's basic, guys. It sends, e.g. a number."),
+        ("Um. It is called Meeting Recorder. Um. And so on...", "It is called Meeting Recorder. And so on..."),
     ],
 )
 def test_quotes_of_speech_drop_hesitations_but_keep_every_word_said(said, quoted):
