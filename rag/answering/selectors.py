@@ -18,6 +18,7 @@ from django.core.cache import cache
 from django.db import connection
 
 from rag.acl import Scope
+from rag.answering.sources import DocKey
 from rag.search import HIT_COLUMNS, HIT_FIELDS, Hit, SearchFilters
 from rag.search import filter_sql as search_filter_sql  # the same WHERE the search applies
 
@@ -185,9 +186,6 @@ def chunks_by_uid(*, scope: Scope, uids: list[str], scores: dict[str, dict] | No
             )
         )
     return hits
-
-
-DocKey = tuple[str, str, str]
 
 
 def document_topics(*, scope: Scope, docs: list[DocKey]) -> dict[DocKey, list[str]]:

@@ -28,9 +28,11 @@ from rag.answering.citations import CitationFilter
 from rag.answering.prompts import COUNT_NOTE, FALLBACK_NOTE, system_prompt
 from rag.answering.selectors import SourceCount, chunks_by_uid, count_sources, document_topics, facet_values
 from rag.answering.sources import (
+    DocKey,
     DocumentEvidence,
     SourceDoc,
     apply_numbers,
+    doc_key,
     group_hits,
     renumber,
     select_hits,
@@ -334,7 +336,7 @@ def _retrieve(run: _Run, llm) -> None:
         evidence = DocumentEvidence(lead_chunks=settings.KNOWHUB_ASK_LEAD_CHUNKS)
     elif evidence.topic_weight or evidence.topic_similarity_weight:
         # Documents filed under topics (meetings) are weighed by their whole agenda.
-        filed = {(h.collection, h.source_type, h.source_id) for h in hits if (h.metadata or {}).get("topics")}
+        filed = {doc_key(h) for h in hits if (h.metadata or {}).get("topics")}
         agenda = document_topics(scope=run.scope, docs=sorted(filed))
     # The question's closeness to every topic of the candidate documents, in one batch: it ranks
     # the documents and names the agenda item a source is about.
@@ -358,7 +360,7 @@ def _retrieve(run: _Run, llm) -> None:
 
 
 def _mark_agenda(
-    docs: list[SourceDoc], agenda: dict[tuple[str, str, str], list[str]], closeness: dict[str, float]
+    docs: list[SourceDoc], agenda: dict[DocKey, list[str]], closeness: dict[str, float]
 ) -> None:
     """Each document's agenda item the question is about, when one is close enough in meaning
     (``KNOWHUB_ASK_AGENDA_MATCH``): "Summarize the discussion on detecting linguistic features"

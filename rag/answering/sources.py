@@ -46,7 +46,10 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     return plain[:limit].rsplit(" ", 1)[0].rstrip(",;:") + "…"
 
 
-def _doc_key(hit: Hit) -> tuple[str, str, str]:
+DocKey = tuple[str, str, str]  # (collection, source_type, source_id): one document
+
+
+def doc_key(hit: Hit) -> DocKey:
     return (hit.collection, hit.source_type, hit.source_id)
 
 
@@ -116,9 +119,9 @@ class SourceDoc:
 
 def group_hits(hits: list[Hit], *, max_docs: int | None = None) -> list[SourceDoc]:
     """Hits (best first) → documents in the order of their best chunk, numbered from 1."""
-    groups: dict[tuple[str, str, str], list[Hit]] = {}
+    groups: dict[DocKey, list[Hit]] = {}
     for hit in hits:
-        groups.setdefault(_doc_key(hit), []).append(hit)
+        groups.setdefault(doc_key(hit), []).append(hit)
     docs = [SourceDoc(hits=group) for group in groups.values()]
     if max_docs:
         docs = docs[:max_docs]
@@ -151,15 +154,15 @@ class DocumentEvidence:
     topic_similarity_weight: float = 0.0
 
 
-def topics_of(hits: list[Hit], agenda: Mapping[tuple[str, str, str], list[str]]) -> list[str]:
+def topics_of(hits: list[Hit], agenda: Mapping[DocKey, list[str]]) -> list[str]:
     """The topics a document is filed under: its retrieved chunks' and its whole agenda's."""
     own = (t for h in hits for t in (h.metadata or {}).get("topics") or [] if isinstance(t, str) and t)
-    return list(dict.fromkeys([*own, *(agenda.get(_doc_key(hits[0]), []) if hits else [])]))
+    return list(dict.fromkeys([*own, *(agenda.get(doc_key(hits[0]), []) if hits else [])]))
 
 
 def rank_documents(
     hits: list[Hit], *, question: str = "", evidence: DocumentEvidence | None = None,
-    closeness: Mapping[str, float] | None = None, agenda: Mapping[tuple[str, str, str], list[str]] | None = None,
+    closeness: Mapping[str, float] | None = None, agenda: Mapping[DocKey, list[str]] | None = None,
 ) -> list[list[Hit]]:  # fmt: skip
     """Documents (each its hits, best first) in order of their evidence for ``question``.
 
@@ -167,9 +170,9 @@ def rank_documents(
     its retrieved chunks; both the topic words and the topic ``closeness`` (the question's cosine
     to each topic) read them."""
     evidence = evidence or DocumentEvidence()
-    groups: dict[tuple[str, str, str], list[Hit]] = {}
+    groups: dict[DocKey, list[Hit]] = {}
     for hit in hits:
-        groups.setdefault(_doc_key(hit), []).append(hit)
+        groups.setdefault(doc_key(hit), []).append(hit)
     docs = list(groups.values())
     if not evidence.chunk_weights and not evidence.topic_weight and not evidence.topic_similarity_weight:
         return docs  # in order of their best chunk
@@ -201,7 +204,7 @@ def select_hits(
     question: str = "",
     evidence: DocumentEvidence | None = None,
     closeness: Mapping[str, float] | None = None,
-    agenda: Mapping[tuple[str, str, str], list[str]] | None = None,
+    agenda: Mapping[DocKey, list[str]] | None = None,
 ) -> list[Hit]:
     """The chunks to answer from when the search returned more than ``budget`` (best first).
 

@@ -544,16 +544,15 @@ class ExtractiveLLM:
                 groups[-1].append(s)
             else:
                 groups.append([s])
-        previous = None
-        agenda = chosen[0].source.agenda
-        if agenda:
+        if chosen[0].source.agenda:
             # The quotes come from the part of the meeting the question names: say which, so the
             # reader knows what the speakers are talking about before reading them.
-            yield agenda_lead(agenda)
+            yield agenda_lead(chosen[0].source.agenda) + "\n\n"
+        previous = None
         for group in groups:
             first = group[0]
-            if previous is not None or agenda:
-                yield "\n\n" if previous is None or first.source.n != previous or first.speaker else " "
+            if previous is not None:
+                yield "\n\n" if first.source.n != previous or first.speaker else " "
             if first.speaker:
                 yield quote(first.speaker, [s.text for s in group], first.source.n)
             else:
