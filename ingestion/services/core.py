@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from ingestion.models import (
@@ -31,6 +31,7 @@ from rag.services import (
     source_delete,
     source_soft_delete,
 )
+from rag.tasks import check_bm25_index
 from rag.units import SourceDocument
 
 logger = logging.getLogger(__name__)
@@ -168,6 +169,9 @@ class Running:
             run.message = f"{type(exc).__name__}: {exc}"[:4000]
             logger.error("ingest run %s failed: %s", run.pk, run.message)
         run.save()
+        if not run.dry_run and (run.updated or run.deleted):
+            # The keyword index keeps counting replaced and deleted chunks until it is rebuilt.
+            transaction.on_commit(check_bm25_index.delay, robust=True)
         return False
 
 

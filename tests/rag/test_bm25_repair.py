@@ -31,7 +31,7 @@ def pg_textsearch(settings):
 
 def _counts() -> tuple[int, int | None]:
     with connection.cursor() as cursor:
-        return text_search.bm25_index_short(cursor)
+        return text_search.bm25_index_counts(cursor)
 
 
 def _lose_the_statistics() -> None:
@@ -77,3 +77,33 @@ def test_each_new_connection_checks_once_per_server_start(pg_textsearch, hashing
     assert getattr(connection, text_search.CHECKED_FLAG) is True
     rows, documents = _counts()
     assert documents == rows
+
+
+def test_chunks_replaced_by_an_ingest_run_leave_the_statistics_and_the_run_rebuilds(
+    pg_textsearch, hashing_embedder, tmp_path, caplog
+):
+    from ingestion.services import ingest_document_paths
+
+    notes = [doc(f"n{i}", f"Note {i}", f"filler note number {i}") for i in range(20)]
+    load(notes, hashing_embedder)
+    load([doc(f"n{i}", f"Note {i}", f"rewritten note number {i}") for i in range(20)], hashing_embedder)
+    rows, documents = _counts()
+    assert documents == 2 * rows == 40  # pg_textsearch still counts the replaced versions
+    assert text_search.check_bm25_index(force=True) is True
+    assert "replaced or deleted" in caplog.text
+    assert _counts() == (20, 20)
+
+    # The same through an ingest run: when it replaced chunks, it has the index checked after.
+    for i in range(20):
+        (tmp_path / f"m{i}.md").write_text(f"# Meeting {i}\n\nThe budget for quarter {i} was agreed.\n")
+    ingest_document_paths(paths=[tmp_path], collection="notes", embedder=hashing_embedder)
+    assert _counts() == (40, 40)  # new chunks only: nothing to rebuild
+    for i in range(20):
+        (tmp_path / f"m{i}.md").write_text(f"# Meeting {i}\n\nThe budget for quarter {i} was cut.\n")
+    caplog.clear()
+    run = ingest_document_paths(paths=[tmp_path], collection="notes", embedder=hashing_embedder)
+    assert run.updated == 20
+    assert "replaced or deleted" in caplog.text
+    assert _counts() == (40, 40)
+    hit = _fulltext("budget cut", hashing_embedder).hits[0]
+    assert hit.collection == "notes" and "cut" in hit.content
