@@ -314,6 +314,8 @@ CELERY_BEAT_SCHEDULE["ingestion-sweep-notion-deliveries"] = {
     "task": "ingestion.sweep_notion_deliveries",
     "schedule": 300.0,
 }
+# Chunks deleted outside an ingest run (privacy erasure) are caught by the hourly keyword-index check.
+CELERY_BEAT_SCHEDULE["rag-check-bm25-index"] = {"task": "rag.check_bm25_index", "schedule": 3600.0}
 if NOTION_TOKEN:
     CELERY_BEAT_SCHEDULE["ingestion-notion-sync"] = {
         "task": "ingestion.notion_sync",

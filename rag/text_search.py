@@ -679,7 +679,7 @@ def active_backend() -> TextBackend:
 # queue that check (``rag.tasks.check_bm25_index``).
 CHECKED_FLAG = "knowhub_bm25_checked"  # on a connection: its server's index was checked
 BM25_MISSING_SHARE = 0.02
-BM25_STALE_SHARE = 0.10  # a rebuild costs ~0.15 ms a chunk: not after every edit
+BM25_STALE_SHARE = 0.10  # a rebuild takes ~30 s at 100k chunks: not after every edit
 _REPAIR_LOCK = 7_160_017  # pg_advisory_lock key: one rebuild at a time across processes
 _checked_servers: dict[str, object] = {}
 
