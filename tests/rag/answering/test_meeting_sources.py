@@ -176,6 +176,22 @@ def test_a_question_asked_in_the_meeting_is_not_its_answer(local_embedder):
     assert [c.speaker for c in unpenalised.select(question=question, sources=[source])[0]] == ["Hefin David AM"]
 
 
+def test_the_reply_to_a_question_asked_in_the_meeting_is_quoted(local_embedder):
+    """A question the meeting asked lends its relevance to the next speaker's reply, which
+    answers it in other words."""
+    transcript = "\n".join([
+        "Sian Gwenllian AM: Has HEFCW done any assessment of the effect of underfunding research?",
+        "Dr David Blaney: Not in any formal sense; we have relied on the independent review by Graeme Reid.",
+        "Dr David Blaney: Research funding is set by the government each spring.",
+    ])  # fmt: skip
+    source = ContextSource(n=1, title="Higher education finance", text=transcript)
+    question = "Had HEFCW done any assessment of the effect of underfunding research?"
+    chosen, _ = ExtractiveLLM(embedder=local_embedder, max_sentences=1).select(question=question, sources=[source])
+    assert [c.text[:19] for c in chosen] == ["Not in any formal s"]
+    unlent = ExtractiveLLM(embedder=local_embedder, max_sentences=1, reply_weight=0.0)
+    assert [c.text[:19] for c in unlent.select(question=question, sources=[source])[0]] != ["Not in any formal s"]
+
+
 def test_centrality_is_the_mean_cosine_to_the_other_sentences():
     vecs = [[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]]
     assert [round(c, 6) for c in _centrality(vecs)] == [0.3, 0.7, 0.4]

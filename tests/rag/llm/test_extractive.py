@@ -112,6 +112,7 @@ def test_sentence_splitting_reads_notes_as_prose():
         # False starts go; a real short word before a longer one stays.
         ("It is agai again a contradiction, so w what now?", "It is again a contradiction, so what now?"),
         ("Go in into the room to today's meeting.", "Go in into the room to today's meeting."),
+        ("Why we're recording it, and we'd deliver it.", "Why we're recording it, and we'd deliver it."),
         ("That's basic, guys. Um, it sends, e.g. a number.", "That's basic, guys. It sends, e.g. a number."),
         ("Um. It is called Meeting Recorder. Um. And so on...", "It is called Meeting Recorder. And so on..."),
     ],
