@@ -159,37 +159,40 @@ def test_a_question_about_an_agenda_item_is_answered_from_that_meeting(local_emb
     assert quoted.startswith(("Grad A: “", "Professor C: “")) and quoted.endswith("[1]")
 
 
+def _quoted(embedder, hearing: list[str], question: str, **weights) -> list:
+    """The one sentence the extractive answerer quotes from a hearing's transcript lines."""
+    source = ContextSource(n=1, title="Higher education finance", text="\n".join(hearing))
+    llm = ExtractiveLLM(embedder=embedder, max_sentences=1, **weights)
+    return llm.select(question=question, sources=[source])[0]
+
+
 def test_a_question_asked_in_the_meeting_is_not_its_answer(local_embedder):
     """The turn that asks what the person asks is closest in words; the reply answers it."""
-    transcript = "\n".join([
+    hearing = [
         "Hefin David AM: What about risk appetite? Do you feel that any governing bodies are exhibiting "
         "an imprudent risk appetite?",
         "Dr David Blaney: No, governing bodies would see the risks coming through in forecasts and in "
         "requests for borrowing, so we would step in early.",
         "Hefin David AM: Thank you, that is helpful.",
-    ])  # fmt: skip
-    source = ContextSource(n=1, title="Higher education finance", text=transcript)
+    ]  # fmt: skip
     question = "What was said about the risk appetite of governing bodies?"
-    chosen, _ = ExtractiveLLM(embedder=local_embedder, max_sentences=1).select(question=question, sources=[source])
-    assert [c.speaker for c in chosen] == ["Dr David Blaney"]
-    unpenalised = ExtractiveLLM(embedder=local_embedder, max_sentences=1, question_penalty=0.0)
-    assert [c.speaker for c in unpenalised.select(question=question, sources=[source])[0]] == ["Hefin David AM"]
+    assert [c.speaker for c in _quoted(local_embedder, hearing, question)] == ["Dr David Blaney"]
+    unpenalised = _quoted(local_embedder, hearing, question, question_penalty=0.0)
+    assert [c.speaker for c in unpenalised] == ["Hefin David AM"]
 
 
 def test_the_reply_to_a_question_asked_in_the_meeting_is_quoted(local_embedder):
     """A question the meeting asked lends its relevance to the next speaker's reply, which
     answers it in other words."""
-    transcript = "\n".join([
+    hearing = [
         "Sian Gwenllian AM: Has HEFCW done any assessment of the effect of underfunding research?",
         "Dr David Blaney: Not in any formal sense; we have relied on the independent review by Graeme Reid.",
         "Dr David Blaney: Research funding is set by the government each spring.",
-    ])  # fmt: skip
-    source = ContextSource(n=1, title="Higher education finance", text=transcript)
+    ]  # fmt: skip
     question = "Had HEFCW done any assessment of the effect of underfunding research?"
-    chosen, _ = ExtractiveLLM(embedder=local_embedder, max_sentences=1).select(question=question, sources=[source])
-    assert [c.text[:19] for c in chosen] == ["Not in any formal s"]
-    unlent = ExtractiveLLM(embedder=local_embedder, max_sentences=1, reply_weight=0.0)
-    assert [c.text[:19] for c in unlent.select(question=question, sources=[source])[0]] != ["Not in any formal s"]
+    assert [c.text[:19] for c in _quoted(local_embedder, hearing, question)] == ["Not in any formal s"]
+    unlent = _quoted(local_embedder, hearing, question, reply_weight=0.0)
+    assert [c.text[:19] for c in unlent] != ["Not in any formal s"]
 
 
 def test_centrality_is_the_mean_cosine_to_the_other_sentences():
