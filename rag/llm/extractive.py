@@ -100,6 +100,22 @@ def content_terms(text: str) -> set[str]:
     return {stem(w) for w in WORD_RE.findall(text) if w.lower() not in STOPWORDS and len(w) > 1}
 
 
+# Words of conversation rather than of its subject: what keeps a line going, not what it is about.
+_CHAT_TERMS = frozenset(
+    stem(w)
+    for w in [
+        "yeah", "yes", "no", "okay", "ok", "right", "sure", "guess", "think", "know", "mean", "thing", "stuff",
+        "kind", "sort", "lot", "really", "just", "well", "actually", "say", "want", "wanna", "gonna", "go", "going",
+        "get", "got", "see", "look", "like", "maybe", "probably", "yep", "huh", "oh", "alright",
+    ]
+)  # fmt: skip
+
+
+def says_something(text: str) -> bool:
+    """Whether a spoken sentence has a word about its subject, not only conversation."""
+    return bool(content_terms(text) - _CHAT_TERMS)
+
+
 @dataclass
 class Sentence:
     source: ContextSource
@@ -185,6 +201,15 @@ _REPEAT_RE = re.compile(r"\b(\w+(?:['’]\w+)?(?: \w+(?:['’]\w+)?)?)(?:,? \1\b
 # and so does a contraction's end ("we're recording").
 _FALSE_START_RE = re.compile(r"(?<!['’])\b([A-Za-z]{1,4})[-,]? (?=\1[a-z])", re.I)
 _SENTENCE_START_RE = re.compile(r"(\w{2,}[.!?] )([a-z])")
+# A sentence broken off and begun again ("So this is The project is called…", "but we find that
+# We want the meeting…"): transcribers capitalise the word that starts the new one. Only words
+# that are capitalised nowhere but at a sentence's start tell ("we use Matlab" is a name, "I"
+# is always capital), and only a short broken-off start goes: a long one is a sentence whose
+# stop the transcript lacks.
+_RESTART_RE = re.compile(
+    r"(?:^|(?<=[.!?] ))(?:[^.!?\s]+ ){0,9}?[^.!?\s]*[a-z,] "
+    r"(?=(?:The|We|It|This|That|So|And|But|What|You|They|He|She|There|If|How|Our|My|In|Then|When|Now|Why|Where)\b)"
+)
 _LEAD_MARKER_RE = re.compile(r"^(?:(?:yeah|okay|ok|so|well|and|but|oh)\b[,.]?\s+)+(?=\w)", re.I)
 
 
@@ -215,6 +240,10 @@ def tidy_speech(text: str) -> str:
     text = re.sub(r"(?<!\.)([.!?])\.(?!\.)", r"\1", text)
     text = _REPEAT_RE.sub(_once, text).strip(" ,").lstrip(".;: ")  # a turn that opened "Um. So…"
     text = _FALSE_START_RE.sub(_false_start, text)
+    for _ in range(3):  # "We m We may wind up with ver We may need…": one restart at a time
+        text, restarts = _RESTART_RE.subn("", text)
+        if not restarts:
+            break
     # "you guys. Um sends a message" lost its "Um": the sentence starts with a capital again.
     text = _SENTENCE_START_RE.sub(lambda m: m[1] + m[2].upper(), text)
     text = _LEAD_MARKER_RE.sub("", text)
@@ -487,13 +516,16 @@ class ExtractiveLLM:
     def _choose(self, candidates: list[Sentence], vecs: list[list[float]]) -> list[Sentence]:
         """Pick the answer's sentences by maximal marginal relevance, then put them in reading order."""
         vec_of = {id(c): v for c, v in zip(candidates, vecs, strict=True)}
-        pool = sorted(candidates, key=lambda c: -c.score)[:60]
+        # A spoken line that says nothing ("Guess you could, yeah.", "How can I say this.") is not
+        # quoted, however well it scores as the reply to a question that does.
+        pool = sorted((c for c in candidates if not c.speaker or says_something(c.text)), key=lambda c: -c.score)[:60]
         chosen: list[Sentence] = []
         chars = 0
         # How many sentences are worth quoting is a matter of their relevance against the answer's
         # first sentence: the sources' rank decides between sentences, not how long the answer is.
         floor = 0.15
         while pool and len(chosen) < self.max_sentences:
+
             def mmr(c: Sentence) -> float:
                 redundancy = max((_dot(vec_of[id(c)], vec_of[id(s)]) for s in chosen), default=0.0)
                 # Once a document answers, its neighbouring sentences read better than a hop to
@@ -578,9 +610,33 @@ class ExtractiveLLM:
 GENERIC_TERMS = frozenset(
     stem(w)
     for w in [
-        "decide", "agree", "say", "talk", "discuss", "happen", "mention", "new", "update", "plan", "conclude",
-        "propose", "next", "action", "item", "summary", "summarize", "outcome", "result", "think", "opinion",
-        "view", "feel", "idea", "consider", "reason", "detail",
+        "decide",
+        "agree",
+        "say",
+        "talk",
+        "discuss",
+        "happen",
+        "mention",
+        "new",
+        "update",
+        "plan",
+        "conclude",
+        "propose",
+        "next",
+        "action",
+        "item",
+        "summary",
+        "summarize",
+        "outcome",
+        "result",
+        "think",
+        "opinion",
+        "view",
+        "feel",
+        "idea",
+        "consider",
+        "reason",
+        "detail",
     ]
 )
 

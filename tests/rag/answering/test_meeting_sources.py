@@ -10,7 +10,7 @@ from rag.acl import Scope
 from rag.answering.selectors import document_topics
 from rag.answering.sources import DocumentEvidence, group_hits, rank_documents, select_hits
 from rag.llm.context import ContextSource
-from rag.llm.extractive import ExtractiveLLM, _centrality, names_speaker
+from rag.llm.extractive import ExtractiveLLM, _centrality, names_speaker, says_something
 from rag.models import Project
 from rag.search import Hit
 from rag.services import source_soft_delete
@@ -193,6 +193,19 @@ def test_the_reply_to_a_question_asked_in_the_meeting_is_quoted(local_embedder):
     assert [c.text[:19] for c in _quoted(local_embedder, hearing, question)] == ["Not in any formal s"]
     unlent = _quoted(local_embedder, hearing, question, reply_weight=0.0)
     assert [c.text[:19] for c in unlent] != ["Not in any formal s"]
+
+
+def test_a_reply_that_says_nothing_is_not_quoted(local_embedder):
+    """"Guess you could, yeah." inherits the relevance of the question before it, but quoting
+    it tells the reader nothing: the sentence that has something to say is quoted instead."""
+    hearing = [
+        "Grad B: Could we cluster the linguistic features to make recognition more robust?",
+        "Professor A: Guess you could, yeah.",
+        "Professor A: Clustering the features would add robustness, but we lack the labelled data.",
+    ]  # fmt: skip
+    question = "Could the linguistic features be clustered to make recognition more robust?"
+    assert [c.text[:22] for c in _quoted(local_embedder, hearing, question)] == ["Clustering the feature"]
+    assert not says_something("Guess you could, yeah.") and says_something("We lack the labelled data.")
 
 
 def test_centrality_is_the_mean_cosine_to_the_other_sentences():

@@ -115,6 +115,10 @@ def test_sentence_splitting_reads_notes_as_prose():
         ("Why we're recording it, and we'd deliver it.", "Why we're recording it, and we'd deliver it."),
         ("That's basic, guys. Um, it sends, e.g. a number.", "That's basic, guys. It sends, e.g. a number."),
         ("Um. It is called Meeting Recorder. Um. And so on...", "It is called Meeting Recorder. And so on..."),
+        # A sentence broken off and begun again keeps only the new one; a name is not a new start.
+        ("So this is The project is called Meeting Recorder.", "The project is called Meeting Recorder."),
+        ("We m We may wind up with ver We we may need versions.", "We may need versions."),
+        ("We could use Matlab for the features.", "We could use Matlab for the features."),
     ],
 )
 def test_quotes_of_speech_drop_hesitations_but_keep_every_word_said(said, quoted):
