@@ -359,9 +359,7 @@ def _retrieve(run: _Run, llm) -> None:
         run.count = _count(run, analysis)
 
 
-def _mark_agenda(
-    docs: list[SourceDoc], agenda: dict[DocKey, list[str]], closeness: dict[str, float]
-) -> None:
+def _mark_agenda(docs: list[SourceDoc], agenda: dict[DocKey, list[str]], closeness: dict[str, float]) -> None:
     """Each document's agenda item the question is about, when one is close enough in meaning
     (``KNOWHUB_ASK_AGENDA_MATCH``): "Summarize the discussion on detecting linguistic features"
     names a topic of that meeting, so its turns are quoted even where no single turn says so."""
@@ -477,6 +475,10 @@ def _messages(run: _Run, llm, conversation: conv.Conversation) -> list[dict]:
         # "who raised them?": the subject comes from the conversation, so the sources were
         # chosen for it; the follow-up's own few words only say which part is wanted.
         stated.append(f"conversation: {run.searched_query}")
+    elif run.rewrite == "new_subject":
+        # "tell me more about Northwind": the sources were found for the subject, and the person
+        # wants what they say about it, not only the one sentence that names it.
+        stated.append(f"more about: {followups.more_about(run.query)}")
     messages.append(
         {
             "role": "user",
@@ -603,7 +605,7 @@ def _answer_offline(run: _Run, llm, conversation: conv.Conversation) -> list[str
 
 
 def _with_who_statement(run: _Run, conversation: conv.Conversation, parts: list[str]) -> list[str]:
-    """"Who was it with?" after a question about a meeting: its people, from the metadata, first.
+    """ "Who was it with?" after a question about a meeting: its people, from the metadata, first.
 
     The quotes follow only when they cite something ("nothing more than what I already quoted"
     is not worth saying after the names)."""
@@ -766,7 +768,9 @@ def _turn_record(run: _Run) -> dict:
         # shows the same document rows (and their links) as the live answer.
         "sources": [
             {
-                "n": s["n"], "chunk_uid": s["chunk_uid"], "chunk_uids": s.get("chunk_uids") or [s["chunk_uid"]],
+                "n": s["n"],
+                "chunk_uid": s["chunk_uid"],
+                "chunk_uids": s.get("chunk_uids") or [s["chunk_uid"]],
                 **({"agenda": s["agenda"]} if s.get("agenda") else {}),
             }  # fmt: skip
             for s in payload.get("sources") or []
@@ -801,4 +805,3 @@ def _done_payload(run: _Run) -> dict:
         "first_delta_ms": round(run.first_delta_ms, 1) if run.first_delta_ms is not None else None,
         "error": run.error or None,
     }
-

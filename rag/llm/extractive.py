@@ -359,6 +359,7 @@ class ExtractiveLLM:
         overlap_similarity: float = 0.2,
         mmr_lambda: float = 0.7,
         floor_ratio: float = 0.7,
+        more_floor_ratio: float = 0.3,
         speaker_bonus: float = 0.1,
         focus_bonus: float = 0.2,
         other_doc_ratio: float = 0.0,
@@ -380,6 +381,8 @@ class ExtractiveLLM:
         self.overlap_similarity = overlap_similarity
         self.mmr_lambda = mmr_lambda
         self.floor_ratio = floor_ratio
+        # "Tell me more about X" wants what the sources say about X, not only the closest sentence.
+        self.more_floor_ratio = more_floor_ratio
         self.speaker_bonus = speaker_bonus
         self.focus_bonus = focus_bonus
         self.other_doc_ratio = other_doc_ratio
@@ -484,7 +487,9 @@ class ExtractiveLLM:
         on_agenda = any(src.agenda for src in sources)
         if not self._relevant(candidates, q_terms) and not narrowed and not on_agenda:
             return [], best_similarity
-        return self._choose(candidates, vecs), best_similarity
+        more = any(phrase.startswith("more about: ") for phrase in stated or [])
+        floor_ratio = self.more_floor_ratio if more else self.floor_ratio
+        return self._choose(candidates, vecs, floor_ratio=floor_ratio), best_similarity
 
     def _relevant(self, candidates: list[Sentence], q_terms: set[str]) -> bool:
         """Whether any candidate answers the question rather than merely sharing its topic.
@@ -513,8 +518,11 @@ class ExtractiveLLM:
             for c in candidates
         )
 
-    def _choose(self, candidates: list[Sentence], vecs: list[list[float]]) -> list[Sentence]:
-        """Pick the answer's sentences by maximal marginal relevance, then put them in reading order."""
+    def _choose(self, candidates: list[Sentence], vecs: list[list[float]], *, floor_ratio: float) -> list[Sentence]:
+        """Pick the answer's sentences by maximal marginal relevance, then put them in reading order.
+
+        After the first, a sentence must reach ``floor_ratio`` of its relevance (or be among the
+        first two and relevant on its own)."""
         vec_of = {id(c): v for c, v in zip(candidates, vecs, strict=True)}
         # A spoken line that says nothing ("Guess you could, yeah.", "How can I say this.") is not
         # quoted, however well it scores as the reply to a question that does.
@@ -549,7 +557,7 @@ class ExtractiveLLM:
             if chosen and chars + len(pick.text) > self.max_chars:
                 continue
             if not chosen:
-                floor = max(pick.relevance * self.floor_ratio, floor)
+                floor = max(pick.relevance * floor_ratio, floor)
             chosen.append(pick)
             chars += len(pick.text)
         # Reading order: sources by their best chosen sentence, then document order inside each.

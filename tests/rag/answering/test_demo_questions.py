@@ -167,6 +167,8 @@ def test_tell_me_more_about_a_new_subject_is_a_new_search(demo):
     assert "Northwind" in body["searched_query"]
     assert cited_titles(body)[0] == "Northwind Fund introduction", body["answer"]
     assert "nothing more" not in body["answer"]
+    # More than the one line that names Northwind: what the meeting went on to say about it.
+    assert "compliance team" in body["answer"] and "proposal" in body["answer"], body["answer"]
 
 
 def test_removing_a_chip_re_asks_without_it(demo, client):
