@@ -359,7 +359,9 @@ def _retrieve(run: _Run, llm) -> None:
         run.count = _count(run, analysis)
 
 
-def _mark_agenda(docs: list[SourceDoc], agenda: dict[DocKey, list[str]], closeness: dict[str, float]) -> None:
+def _mark_agenda(
+    docs: list[SourceDoc], agenda: dict[DocKey, list[str]], closeness: dict[str, float]
+) -> None:
     """Each document's agenda item the question is about, when one is close enough in meaning
     (``KNOWHUB_ASK_AGENDA_MATCH``): "Summarize the discussion on detecting linguistic features"
     names a topic of that meeting, so its turns are quoted even where no single turn says so."""
@@ -605,7 +607,7 @@ def _answer_offline(run: _Run, llm, conversation: conv.Conversation) -> list[str
 
 
 def _with_who_statement(run: _Run, conversation: conv.Conversation, parts: list[str]) -> list[str]:
-    """ "Who was it with?" after a question about a meeting: its people, from the metadata, first.
+    """"Who was it with?" after a question about a meeting: its people, from the metadata, first.
 
     The quotes follow only when they cite something ("nothing more than what I already quoted"
     is not worth saying after the names)."""
@@ -768,9 +770,7 @@ def _turn_record(run: _Run) -> dict:
         # shows the same document rows (and their links) as the live answer.
         "sources": [
             {
-                "n": s["n"],
-                "chunk_uid": s["chunk_uid"],
-                "chunk_uids": s.get("chunk_uids") or [s["chunk_uid"]],
+                "n": s["n"], "chunk_uid": s["chunk_uid"], "chunk_uids": s.get("chunk_uids") or [s["chunk_uid"]],
                 **({"agenda": s["agenda"]} if s.get("agenda") else {}),
             }  # fmt: skip
             for s in payload.get("sources") or []
@@ -805,3 +805,4 @@ def _done_payload(run: _Run) -> dict:
         "first_delta_ms": round(run.first_delta_ms, 1) if run.first_delta_ms is not None else None,
         "error": run.error or None,
     }
+

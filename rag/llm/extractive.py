@@ -533,7 +533,6 @@ class ExtractiveLLM:
         # first sentence: the sources' rank decides between sentences, not how long the answer is.
         floor = 0.15
         while pool and len(chosen) < self.max_sentences:
-
             def mmr(c: Sentence) -> float:
                 redundancy = max((_dot(vec_of[id(c)], vec_of[id(s)]) for s in chosen), default=0.0)
                 # Once a document answers, its neighbouring sentences read better than a hop to
@@ -618,33 +617,9 @@ class ExtractiveLLM:
 GENERIC_TERMS = frozenset(
     stem(w)
     for w in [
-        "decide",
-        "agree",
-        "say",
-        "talk",
-        "discuss",
-        "happen",
-        "mention",
-        "new",
-        "update",
-        "plan",
-        "conclude",
-        "propose",
-        "next",
-        "action",
-        "item",
-        "summary",
-        "summarize",
-        "outcome",
-        "result",
-        "think",
-        "opinion",
-        "view",
-        "feel",
-        "idea",
-        "consider",
-        "reason",
-        "detail",
+        "decide", "agree", "say", "talk", "discuss", "happen", "mention", "new", "update", "plan", "conclude",
+        "propose", "next", "action", "item", "summary", "summarize", "outcome", "result", "think", "opinion",
+        "view", "feel", "idea", "consider", "reason", "detail",
     ]
 )
 
