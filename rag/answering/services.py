@@ -41,7 +41,7 @@ from rag.answering.sources import (
 from rag.embeddings import get_embedder
 from rag.interactions import interaction_record
 from rag.llm import Completion, LLMError, ModelInfo, UnknownModel, get_llm, model_info
-from rag.llm.context import format_user_prompt
+from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, format_user_prompt
 from rag.llm.extractive import query_vector as cached_query_vector
 from rag.llm.extractive import sentence_vectors
 from rag.rerank import reranked_search
@@ -95,6 +95,7 @@ class _Run:
     ignored: list[dict] = field(default_factory=list)
     searched_query: str = ""
     rewrite: str = "standalone"
+    subject: str = ""  # what the follow-up's rewrite found it is about
     chips: list[FilterChip] = field(default_factory=list)
     docs: list[SourceDoc] = field(default_factory=list)
     analysis: QueryAnalysis | None = None
@@ -472,7 +473,7 @@ def _messages(run: _Run, llm, conversation: conv.Conversation) -> list[dict]:
     stated += [f"{key}: {value}" for key, value in run.request.as_dict().items()]
     if run.count:
         # A counting question's sources are the counted entries: quote them as exemplars.
-        stated.append(f"count: {run.count['target']}")
+        stated.append(f"{STATED_COUNT}{run.count['target']}")
     if run.rewrite == "carried":
         # "who raised them?": the subject comes from the conversation, so the sources were
         # chosen for it; the follow-up's own few words only say which part is wanted.
@@ -480,7 +481,7 @@ def _messages(run: _Run, llm, conversation: conv.Conversation) -> list[dict]:
     elif run.rewrite == "new_subject":
         # "tell me more about Northwind": the sources were found for the subject, and the person
         # wants what they say about it, not only the one sentence that names it.
-        stated.append(f"more about: {followups.more_about(run.query)}")
+        stated.append(f"{STATED_MORE_ABOUT}{run.subject}")
     messages.append(
         {
             "role": "user",
@@ -575,6 +576,7 @@ def _rewrite(run: _Run, llm, conversation: conv.Conversation) -> None:
         )
     run.searched_query = rewrite.searched_query[:MAX_QUERY_CHARS]
     run.rewrite = rewrite.kind
+    run.subject = rewrite.subject
 
 
 def _answer_offline(run: _Run, llm, conversation: conv.Conversation) -> list[str]:

@@ -37,6 +37,13 @@ def _attr(value: str) -> str:
     return html.escape(value.replace("\n", " "), quote=True)
 
 
+# Stated phrases the pipeline adds for the extractive answerer, which reads them back: the
+# question counts entries (its sources are the entries counted), or asks for more about a subject
+# (its sources were found for that subject).
+STATED_COUNT = "count: "
+STATED_MORE_ABOUT = "more about: "
+
+
 def format_user_prompt(
     *, question: str, sources: list[ContextSource], notes: list[str] | None = None, focus: str = "",
     stated: list[str] | None = None,

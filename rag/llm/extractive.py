@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rag.llm.base import Completion, LLMError
-from rag.llm.context import ContextSource, parse_stated, parse_user_prompt
+from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, ContextSource, parse_stated, parse_user_prompt
 from rag.words import STOPWORDS, WORD_RE
 
 logger = logging.getLogger(__name__)
@@ -100,13 +100,14 @@ def content_terms(text: str) -> set[str]:
     return {stem(w) for w in WORD_RE.findall(text) if w.lower() not in STOPWORDS and len(w) > 1}
 
 
-# Words of conversation rather than of its subject: what keeps a line going, not what it is about.
+# Words of conversation rather than of its subject: what keeps a line going, not what it is about
+# (beside the stopwords, which ``content_terms`` drops already).
 _CHAT_TERMS = frozenset(
     stem(w)
     for w in [
-        "yeah", "yes", "no", "okay", "ok", "right", "sure", "guess", "think", "know", "mean", "thing", "stuff",
-        "kind", "sort", "lot", "really", "just", "well", "actually", "say", "want", "wanna", "gonna", "go", "going",
-        "get", "got", "see", "look", "like", "maybe", "probably", "yep", "huh", "oh", "alright",
+        "yeah", "yes", "okay", "ok", "right", "sure", "guess", "think", "mean", "thing", "stuff", "kind", "sort",
+        "lot", "really", "well", "actually", "say", "wanna", "gonna", "go", "going", "got", "see", "look", "like",
+        "maybe", "probably", "yep", "huh", "oh", "alright",
     ]
 )  # fmt: skip
 
@@ -487,7 +488,7 @@ class ExtractiveLLM:
         on_agenda = any(src.agenda for src in sources)
         if not self._relevant(candidates, q_terms) and not narrowed and not on_agenda:
             return [], best_similarity
-        more = any(phrase.startswith("more about: ") for phrase in stated or [])
+        more = any(phrase.startswith(STATED_MORE_ABOUT) for phrase in stated or [])
         floor_ratio = self.more_floor_ratio if more else self.floor_ratio
         return self._choose(candidates, vecs, floor_ratio=floor_ratio), best_similarity
 
@@ -633,7 +634,7 @@ def _without_stated(question: str, stated: list[str] | None) -> tuple[str, bool]
     residual = re.sub(r"\s+", " ", residual).strip()
     # "count: X" is the pipeline's mark for a counting question: its sources are the entries
     # counted, chosen by metadata, and the answer quotes them as examples.
-    counting = any(p.startswith("count: ") for p in stated or [])
+    counting = any(p.startswith(STATED_COUNT) for p in stated or [])
     narrowed = bool(stated) and (counting or len(content_terms(residual) - GENERIC_TERMS) <= 1)
     return residual or question, narrowed
 
