@@ -5,21 +5,7 @@ from __future__ import annotations
 import pytest
 
 from identity import discovery, tokens
-from tests.identity.provider import API_AUDIENCE, CLIENT_ID, CLIENT_SECRET, OpenIDProvider, free_port, missing_reason
-
-PROVIDER_PORTS = (9120, 9129)
-
-
-def start_provider(workdir, redirect_uris=(), post_logout_uris=()) -> OpenIDProvider:
-    reason = missing_reason()
-    if reason:
-        pytest.skip(f"needs the OpenID provider: {reason}")
-    provider = OpenIDProvider(
-        workdir, port=free_port(*PROVIDER_PORTS), redirect_uris=list(redirect_uris),
-        post_logout_uris=list(post_logout_uris),
-    )  # fmt: skip
-    provider.start()
-    return provider
+from tests.identity.provider import point_at, start_provider
 
 
 @pytest.fixture(scope="module")
@@ -30,20 +16,6 @@ def provider(tmp_path_factory):
     )
     yield running
     running.stop()
-
-
-def point_at(settings, provider: OpenIDProvider) -> None:
-    """knowhub's settings for ``provider``, caches of an earlier one dropped."""
-    settings.KNOWHUB_OIDC_ISSUER = provider.issuer
-    settings.KNOWHUB_OIDC_CLIENT_ID = settings.OIDC_RP_CLIENT_ID = CLIENT_ID
-    settings.KNOWHUB_OIDC_CLIENT_SECRET = settings.OIDC_RP_CLIENT_SECRET = CLIENT_SECRET
-    settings.KNOWHUB_OIDC_SCOPES = settings.OIDC_RP_SCOPES = "openid email profile groups"
-    settings.KNOWHUB_JWT_ISSUER = provider.issuer
-    settings.KNOWHUB_JWT_AUDIENCE = [API_AUDIENCE]
-    settings.KNOWHUB_JWT_JWKS_URL = ""
-    settings.KNOWHUB_JWT_LEEWAY_SECONDS = 0
-    discovery.forget()
-    tokens.forget_keys()
 
 
 @pytest.fixture

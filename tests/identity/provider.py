@@ -20,9 +20,12 @@ from pathlib import Path
 from urllib.parse import parse_qs, urljoin, urlparse
 
 import jwt
+import pytest
 import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
 from django.conf import settings
+
+from identity import discovery, tokens
 
 MODULE = Path(settings.BASE_DIR) / "var" / "oidc-provider" / "node_modules" / "oidc-provider" / "lib" / "index.js"
 SERVER = Path(__file__).with_name("provider.mjs")
@@ -182,3 +185,33 @@ class OpenIDProvider:
         )  # fmt: skip
         answer.raise_for_status()
         return answer.json()
+
+
+PROVIDER_PORTS = (9120, 9129)
+
+
+def start_provider(workdir: Path, redirect_uris=(), post_logout_uris=()) -> OpenIDProvider:
+    """A provider on a free port of the identity tests' range, or skip saying why it cannot run."""
+    reason = missing_reason()
+    if reason:
+        pytest.skip(f"needs the OpenID provider: {reason}")
+    provider = OpenIDProvider(
+        workdir, port=free_port(*PROVIDER_PORTS), redirect_uris=list(redirect_uris),
+        post_logout_uris=list(post_logout_uris),
+    )  # fmt: skip
+    provider.start()
+    return provider
+
+
+def point_at(settings, provider: OpenIDProvider) -> None:
+    """knowhub's settings for ``provider``, caches of an earlier one dropped."""
+    settings.KNOWHUB_OIDC_ISSUER = provider.issuer
+    settings.KNOWHUB_OIDC_CLIENT_ID = settings.OIDC_RP_CLIENT_ID = CLIENT_ID
+    settings.KNOWHUB_OIDC_CLIENT_SECRET = settings.OIDC_RP_CLIENT_SECRET = CLIENT_SECRET
+    settings.KNOWHUB_OIDC_SCOPES = settings.OIDC_RP_SCOPES = "openid email profile groups"
+    settings.KNOWHUB_JWT_ISSUER = provider.issuer
+    settings.KNOWHUB_JWT_AUDIENCE = [API_AUDIENCE]
+    settings.KNOWHUB_JWT_JWKS_URL = ""
+    settings.KNOWHUB_JWT_LEEWAY_SECONDS = 0
+    discovery.forget()
+    tokens.forget_keys()

@@ -13,8 +13,7 @@ from rest_framework.authtoken.models import Token
 
 from identity.models import ExternalIdentity, GroupProjectMapping
 from rag.models import Project
-from tests.identity.conftest import start_provider
-from tests.identity.provider import API_AUDIENCE, new_signing_key
+from tests.identity.provider import API_AUDIENCE, new_signing_key, start_provider
 from tests.rag.factories import doc, load
 
 pytestmark = pytest.mark.django_db
