@@ -62,7 +62,18 @@ const provider = new Provider(env('ISSUER'), {
   },
   features: {
     devInteractions: { enabled: false },
-    rpInitiatedLogout: { enabled: true },
+    rpInitiatedLogout: {
+      enabled: true,
+      // Plain pages (the defaults load web fonts, which a loopback test must not reach for).
+      logoutSource: async (ctx, form) => {
+        ctx.body = `<!doctype html><html><head><title>Sign out</title></head><body><h1>Sign out of the test provider?</h1>
+${form}<button id="logout-yes" type="submit" form="op.logoutForm" value="yes" name="logout">Yes, sign me out</button>
+</body></html>`;
+      },
+      postLogoutSuccessSource: async (ctx) => {
+        ctx.body = '<!doctype html><html><body><h1 id="signed-out">Signed out</h1></body></html>';
+      },
+    },
     resourceIndicators: {
       enabled: true,
       defaultResource: async (_ctx, _client, oneOf) => oneOf,
