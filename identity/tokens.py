@@ -130,9 +130,11 @@ def verify(token: str, *, issuer: str, audience: list[str] | str, jwks_url: str,
     key, key_alg = signing_key(jwks_url, kid)
     if key_alg and key_alg != alg:
         raise TokenInvalid("the token's algorithm does not match its key")
+    # Some issuers end in "/" (Auth0) and settings are kept without it: either spelling.
+    issuers = [issuer.rstrip("/"), issuer.rstrip("/") + "/"]
     try:
         claims = jwt.decode(
-            token, key=key.key, algorithms=[alg], audience=audience, issuer=issuer, leeway=leeway,
+            token, key=key.key, algorithms=[alg], audience=audience, issuer=issuers, leeway=leeway,
             options={"require": ["exp", "iss", "aud", "sub"], "verify_nbf": True, "verify_iat": True},
         )  # fmt: skip
     except jwt.ExpiredSignatureError as exc:
