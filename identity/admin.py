@@ -17,7 +17,7 @@ class GroupProjectMappingAdmin(admin.ModelAdmin):
 
 @admin.register(ExternalIdentity)
 class ExternalIdentityAdmin(admin.ModelAdmin):
-    list_display = ("subject", "issuer", "user", "created_at", "last_seen_at")
+    list_display = ("subject", "issuer", "user", "created_at")
     search_fields = ("subject", "issuer", "user__username", "user__email")
     raw_id_fields = ("user",)
-    readonly_fields = ("created_at", "last_seen_at")
+    readonly_fields = ("created_at",)

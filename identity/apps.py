@@ -6,3 +6,6 @@ class IdentityConfig(AppConfig):
 
     name = "identity"
     verbose_name = "Sign-in and identity"
+
+    def ready(self):
+        from identity import schema  # noqa: F401 — registers the OpenAPI security scheme

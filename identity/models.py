@@ -18,7 +18,6 @@ class ExternalIdentity(models.Model):
     issuer = models.CharField(max_length=500)
     subject = models.CharField(max_length=255)
     created_at = models.DateTimeField(auto_now_add=True)
-    last_seen_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="identity_issuer_subject_unique")]

@@ -90,18 +90,20 @@ def signing_key(url: str, kid: str) -> tuple[jwt.PyJWK, str | None]:
         if fresh and kid in cached.keys:
             return cached.keys[kid]
         since = None if cached.attempted_at is None else now - cached.attempted_at
-        may_fetch = since is None or since >= settings.KNOWHUB_JWT_JWKS_MIN_REFRESH_SECONDS
-        if fresh and not may_fetch:
-            raise TokenInvalid("the token is signed with a key the provider does not publish")
-        if may_fetch or not fresh:
-            cached.attempted_at = now
-            try:
-                cached.keys = _fetch(url)
-                cached.fetched_at = now
-            except (requests.RequestException, ValueError, AttributeError) as exc:
-                if not fresh:
-                    cached.keys = {}
-                    raise KeysUnavailable(f"the provider's keys could not be fetched from {url}: {exc}") from exc
+        if since is not None and since < settings.KNOWHUB_JWT_JWKS_MIN_REFRESH_SECONDS:
+            # Fetched (or tried) a moment ago: neither a forged kid nor an outage makes every
+            # request wait on the provider.
+            if fresh:
+                raise TokenInvalid("the token is signed with a key the provider does not publish")
+            raise KeysUnavailable(f"the provider's keys could not be fetched from {url} a moment ago")
+        cached.attempted_at = now
+        try:
+            cached.keys = _fetch(url)
+            cached.fetched_at = now
+        except (requests.RequestException, ValueError, AttributeError) as exc:
+            if not fresh:
+                cached.keys = {}
+                raise KeysUnavailable(f"the provider's keys could not be fetched from {url}: {exc}") from exc
         if kid not in cached.keys:
             raise TokenInvalid("the token is signed with a key the provider does not publish")
         return cached.keys[kid]

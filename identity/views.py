@@ -57,11 +57,15 @@ class SsoCallbackView(OIDCAuthenticationCallbackView):
             raise Http404("Single sign-on is not configured.")
         try:
             return super().get(request)
+        except requests.HTTPError as exc:
+            # The provider answered and refused (a used or expired code, a wrong client secret).
+            logger.warning("single sign-on: the provider refused the code exchange: %s", exc)
+            return self.login_failure(reason="the provider refused to complete it; please sign in again")
         except (discovery.ProviderUnavailable, requests.RequestException) as exc:
             return _provider_down(request, exc)
 
-    def login_failure(self):
-        reason = self.request.GET.get("error_description") or self.request.GET.get("error") or ""
+    def login_failure(self, reason: str = ""):
+        reason = reason or self.request.GET.get("error_description") or self.request.GET.get("error") or ""
         return render(
             self.request, "identity/sso_failed.html",
             {"provider": settings.KNOWHUB_OIDC_PROVIDER_NAME, "reason": reason[:300]}, status=403,

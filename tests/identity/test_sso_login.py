@@ -116,6 +116,16 @@ def test_the_provider_going_down_during_sign_in_is_a_clear_page(sso, client):
         sso.start()
 
 
+def test_a_code_the_provider_refuses_is_a_page_not_an_error(sso, client):
+    sso.set_user("ann", groups=[])
+    back = urlparse(sso.sign_in(requests.Session(), _start(client), "ann"))
+    query = parse_qs(back.query)
+    response = client.get(back.path, {"code": "not-the-code", "state": query["state"][0]})
+    assert response.status_code == 403
+    assert b"refused to complete it" in response.content
+    assert not _user(client).is_authenticated
+
+
 def test_a_refused_sign_in_is_a_page_not_an_error(sso, client):
     _start(client)
     response = client.get("/oidc/callback/?error=access_denied&error_description=End-User+aborted")
