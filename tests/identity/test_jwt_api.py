@@ -112,12 +112,12 @@ def test_bad_tokens_are_401_json(sso, corpus, api_client):
     forged = jwt.encode({**claims, "groups": ["sellers"]}, other_key, algorithm="RS256", headers={"kid": jwk["kid"]})
     _assert_refused(_query(api_client, forged), "signature")
     head, _, sig = good.split(".")
-    tampered = jwt.encode({**claims, "groups": ["sellers"]}, "x", algorithm="HS256").split(".")[1]
+    tampered = jwt.encode({**claims, "groups": ["sellers"]}, "x" * 32, algorithm="HS256").split(".")[1]
     _assert_refused(_query(api_client, f"{head}.{tampered}.{sig}"), "signature")
     # "none" and a symmetric algorithm are never accepted.
     unsigned = jwt.encode(claims, None, algorithm="none", headers={"kid": jwk["kid"]})
     _assert_refused(_query(api_client, unsigned), "algorithm")
-    hs = jwt.encode(claims, "secret", algorithm="HS256", headers={"kid": jwk["kid"]})
+    hs = jwt.encode(claims, "s" * 32, algorithm="HS256", headers={"kid": jwk["kid"]})
     _assert_refused(_query(api_client, hs), "algorithm")
     # Not yet valid, and expired (signed with the provider's own key: only the times are wrong).
     now = int(time.time())
