@@ -449,3 +449,63 @@ KNOWHUB_TEXT_MAX_MATCHES = env.int("KNOWHUB_TEXT_MAX_MATCHES", default=0)
 # Lexemes in more than this share of the visible chunks never generate keyword candidates
 # (they still score them); the rarest lexeme always does. 0 = match every query lexeme.
 KNOWHUB_BM25_MATCH_MAX_DF = env.float("KNOWHUB_BM25_MATCH_MAX_DF", default=0.05)
+
+# --- Sign-in: single sign-on (OpenID Connect), JWT bearer tokens, CORS (identity app) ------------
+# Single sign-on is on when KNOWHUB_OIDC_ISSUER is set (its discovery document gives the
+# endpoints and keys). Password sign-in stays unless KNOWHUB_LOCAL_LOGIN=false, so `make demo`
+# works with no provider.
+INSTALLED_APPS += ["identity", "corsheaders"]
+TEMPLATES[0]["OPTIONS"]["context_processors"].append("identity.context_processors.sign_in")
+KNOWHUB_OIDC_ISSUER = env("KNOWHUB_OIDC_ISSUER", default="").rstrip("/")
+KNOWHUB_OIDC_CLIENT_ID = env("KNOWHUB_OIDC_CLIENT_ID", default="")
+KNOWHUB_OIDC_CLIENT_SECRET = env("KNOWHUB_OIDC_CLIENT_SECRET", default="")
+KNOWHUB_OIDC_SCOPES = env("KNOWHUB_OIDC_SCOPES", default="openid email profile")
+KNOWHUB_OIDC_PROVIDER_NAME = env("KNOWHUB_OIDC_PROVIDER_NAME", default="single sign-on")
+KNOWHUB_LOCAL_LOGIN = env.bool("KNOWHUB_LOCAL_LOGIN", default=True)
+# The claim holding the person's groups (a dotted path reaches nested claims: realm_access.roles),
+# mapped to projects in the admin (Group → project mappings); members of STAFF_GROUP are staff
+# (empty: staff status is left to the admin).
+KNOWHUB_OIDC_GROUPS_CLAIM = env("KNOWHUB_OIDC_GROUPS_CLAIM", default="groups")
+KNOWHUB_OIDC_STAFF_GROUP = env("KNOWHUB_OIDC_STAFF_GROUP", default="")
+# A first sign-in takes over the existing user with the same email when the provider says it is verified.
+KNOWHUB_OIDC_MATCH_EMAIL = env.bool("KNOWHUB_OIDC_MATCH_EMAIL", default=True)
+KNOWHUB_OIDC_TIMEOUT = env.float("KNOWHUB_OIDC_TIMEOUT", default=5.0)
+KNOWHUB_OIDC_DISCOVERY_CACHE_SECONDS = env.int("KNOWHUB_OIDC_DISCOVERY_CACHE_SECONDS", default=3600)
+# API bearer tokens: issuer and audience default to the sign-in's; the JWKS URL to the issuer's discovery.
+KNOWHUB_JWT_ISSUER = env("KNOWHUB_JWT_ISSUER", default=KNOWHUB_OIDC_ISSUER).rstrip("/")
+KNOWHUB_JWT_AUDIENCE = env.list(
+    "KNOWHUB_JWT_AUDIENCE", default=[KNOWHUB_OIDC_CLIENT_ID] if KNOWHUB_OIDC_CLIENT_ID else []
+)
+KNOWHUB_JWT_JWKS_URL = env("KNOWHUB_JWT_JWKS_URL", default="")
+KNOWHUB_JWT_LEEWAY_SECONDS = env.int("KNOWHUB_JWT_LEEWAY_SECONDS", default=60)
+# Asymmetric algorithms only: "none" and HS* (a shared secret) are never accepted.
+KNOWHUB_JWT_ALGORITHMS = env.list(
+    "KNOWHUB_JWT_ALGORITHMS", default=["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"]
+)
+KNOWHUB_JWT_JWKS_CACHE_SECONDS = env.int("KNOWHUB_JWT_JWKS_CACHE_SECONDS", default=3600)
+KNOWHUB_JWT_JWKS_MIN_REFRESH_SECONDS = env.int("KNOWHUB_JWT_JWKS_MIN_REFRESH_SECONDS", default=30)
+# mozilla-django-oidc (authorization code + PKCE); its endpoints come from discovery (identity.backends).
+OIDC_RP_CLIENT_ID = KNOWHUB_OIDC_CLIENT_ID
+OIDC_RP_CLIENT_SECRET = KNOWHUB_OIDC_CLIENT_SECRET
+OIDC_RP_SCOPES = KNOWHUB_OIDC_SCOPES
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+OIDC_TOKEN_USE_BASIC_AUTH = env.bool("KNOWHUB_OIDC_TOKEN_BASIC_AUTH", default=True)
+OIDC_STORE_ID_TOKEN = True  # the logout's id_token_hint
+OIDC_CREATE_USER = env.bool("KNOWHUB_OIDC_CREATE_USERS", default=True)
+OIDC_TIMEOUT = KNOWHUB_OIDC_TIMEOUT
+OIDC_AUTHENTICATE_CLASS = "identity.views.SsoStartView"
+OIDC_CALLBACK_CLASS = "identity.views.SsoCallbackView"
+AUTHENTICATION_BACKENDS = [
+    backend
+    for backend in globals().get("AUTHENTICATION_BACKENDS", ["django.contrib.auth.backends.ModelBackend"])
+    if KNOWHUB_LOCAL_LOGIN or backend != "django.contrib.auth.backends.ModelBackend"
+] + ["identity.backends.OidcBackend"]
+# CORS for browser clients on other origins (empty: none). Credentials (cookies) are never sent
+# cross-origin: such clients authenticate each call with a token.
+CORS_ALLOWED_ORIGINS = env.list("KNOWHUB_CORS_ALLOWED_ORIGINS", default=[])
+CORS_ALLOW_CREDENTIALS = False
+MIDDLEWARE.insert(0, "corsheaders.middleware.CorsMiddleware")
+
+# JWT bearer tokens for the API, beside DRF's tokens and sessions.
+REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"].insert(1, "identity.authentication.JWTAuthentication")

@@ -6,13 +6,15 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from identity import views as identity_views
 from rag.apis import HealthApi
 from rag.views import ask_page, document_page
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("logout/", identity_views.LogoutView.as_view(), name="logout"),  # ends the provider's session too
+    path("", include("identity.urls")),  # /oidc/authenticate/, /oidc/callback/, /account/tokens/
     path("health", HealthApi.as_view(), name="health"),
     path("", include("ingestion.urls")),  # /notion/ingest, /ingest/documents, /rag/reindex
     path("rag/", include("feedback.urls")),  # /rag/feedback, /rag/feedback/click

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("knowhub", "rag", "ingestion", "feedback", "sessions")
+APPS = ("knowhub", "rag", "ingestion", "feedback", "sessions", "identity")
 
 # The project apps each app may import (besides itself). Django, celery and the like are free.
 MAY_IMPORT = {
@@ -27,6 +27,7 @@ MAY_IMPORT = {
     "ingestion": {"knowhub", "rag"},
     "feedback": {"knowhub", "rag"},
     "sessions": {"knowhub", "rag", "ingestion", "feedback"},
+    "identity": {"knowhub", "rag"},  # sign-in: its groups become rag's projects
 }
 # The root URLconf wires every app's views in: it is the one module above all of them.
 COMPOSITION_ROOTS = {"knowhub/urls.py"}

@@ -12,6 +12,7 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from identity.models import ExternalIdentity
 from rag.acl import Scope, user_hash
 from rag.models import Chunk, Project
 from rag.search import MODES, SearchFilters, chunk_search, known_collections
@@ -54,19 +55,66 @@ class Rollback(Exception):
     pass
 
 
+@pytest.fixture(scope="module")
+def jwt_provider(tmp_path_factory):
+    """The real OpenID provider of tests/identity, whose tokens' groups give the memberships."""
+    from tests.identity.provider import start_provider
+
+    running = start_provider(tmp_path_factory.mktemp("acl-oidc-provider"))
+    yield running
+    running.stop()
+
+
+@pytest.fixture(params=["members", "jwt"])
+def memberships(request, settings):
+    """How the viewer's projects come about: an admin adding members, or (``jwt``) the groups
+    claim of a JWT from the provider mapped to projects, read by the API's authentication."""
+    if request.param == "members":
+        return None
+    from tests.identity.provider import point_at
+
+    provider = request.getfixturevalue("jwt_provider")
+    point_at(settings, provider)
+    return provider
+
+
+def _scope_from_jwt(provider, viewer_index: int, projects, member_of) -> Scope:
+    from rest_framework.test import APIRequestFactory
+
+    from identity.authentication import JWTAuthentication
+    from identity.models import GroupProjectMapping
+
+    for p in projects:
+        GroupProjectMapping.objects.get_or_create(group=f"group-{p.slug}", project=p)
+    login = f"u{viewer_index}"
+    provider.set_user(login, groups=[f"group-p{p}" for p in sorted(member_of)] + ["unmapped"], sub=f"sub-{login}")
+    request = APIRequestFactory().get("/", HTTP_AUTHORIZATION=f"Bearer {provider.access_token(login)}")
+    user, _claims = JWTAuthentication().authenticate(request)
+    assert user.username == login
+    scope = Scope.for_user(user)
+    assert set(scope.project_ids) == {projects[p].id for p in member_of}  # exactly its groups' projects
+    return scope
+
+
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 )
 @given(w=world)
-def test_hidden_chunks_never_change_what_a_user_gets(hashing_embedder, text_backend, w):
+def test_hidden_chunks_never_change_what_a_user_gets(hashing_embedder, text_backend, memberships, w):
     try:
         with transaction.atomic():
             User = get_user_model()
             users = [User.objects.create_user(username=f"u{i}") for i in range(3)]
             projects = [Project.objects.create(slug=f"p{i}", name=f"P{i}") for i in range(3)]
             for u, member_of in zip(users, w["members"], strict=True):
+                if memberships is not None and u is users[w["viewer"]]:
+                    continue  # the viewer's projects come from their token's groups
                 for p in member_of:
                     projects[p].members.add(u)
+            if memberships is not None:
+                ExternalIdentity.objects.bulk_create(
+                    ExternalIdentity(user=u, issuer=memberships.issuer, subject=f"sub-{u.username}") for u in users
+                )
             docs = []
             for i, spec in enumerate(w["chunks"]):
                 kw = {"visibility": spec["visibility"], "collection": spec["collection"]}
@@ -77,7 +125,10 @@ def test_hidden_chunks_never_change_what_a_user_gets(hashing_embedder, text_back
                 docs.append(doc(f"d{i}", "", " ".join(spec["words"]), **kw))
             load(docs, hashing_embedder)
             viewer = users[w["viewer"]]
-            scope = Scope.for_user(viewer)
+            if memberships is None:
+                scope = Scope.for_user(viewer)
+            else:
+                scope = _scope_from_jwt(memberships, w["viewer"], projects, w["members"][w["viewer"]])
             filters = SearchFilters(collections=w["collections"])
 
             def run():
