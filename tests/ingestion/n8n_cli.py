@@ -134,7 +134,8 @@ def header_credential(credential_id: str, name: str, value: str) -> dict:
 
 def credential_refs(workflow: dict) -> set[tuple[str, str, str]]:
     """``(type, id, name)`` of every credential the workflow's nodes name."""
-    return {(kind, ref["id"], ref["name"]) for n in workflow["nodes"] for kind, ref in (n.get("credentials") or {}).items()}
+    nodes = workflow["nodes"]
+    return {(kind, ref["id"], ref["name"]) for n in nodes for kind, ref in (n.get("credentials") or {}).items()}
 
 
 def workflow_ids(prefix: str):

@@ -32,9 +32,11 @@ pytestmark = [
 ]
 
 SECRET = "n8n-test-webhook-secret"
+API_TOKEN = "0123456789abcdef0123456789abcdef01234567"  # a DRF token key: 40 characters
 RECORDED = json.loads((Path(__file__).parent / "fixtures" / "n8n_recorded_notion.json").read_text())
 PAGE, DATABASE = RECORDED["page"], RECORDED["database"]
 SYNC, SIGNED, TRASH = "notion-to-knowhub.json", "notion-to-knowhub-signed.json", "notion-archive-to-knowhub.json"
+CHAT = "knowhub-chat.json"
 # The recorded states the sync workflow is run with, each as one workflow to execute.
 SYNC_RUNS = ["v1", "v2", "v1_reverted", "restored", "v2_dashless", "tags_as_text"]
 
@@ -55,7 +57,11 @@ def n8n(tmp_path_factory):
     refs = credential_refs(shipped(SYNC)) | credential_refs(shipped(TRASH))
     hook = [(kind, cid, name) for kind, cid, name in refs if kind == "httpHeaderAuth"]
     assert len(hook) == 1, refs  # the sync and trash workflows name one credential: knowhub's secret
-    n8n.import_credentials([header_credential(hook[0][1], hook[0][2], f"Bearer {SECRET}")])
+    ((_, token_id, token_name),) = credential_refs(shipped(CHAT))  # the chat asks with a user's API token
+    n8n.import_credentials([
+        header_credential(hook[0][1], hook[0][2], f"Bearer {SECRET}"),
+        header_credential(token_id, token_name, f"Token {API_TOKEN}"),
+    ])  # fmt: skip
     ids = workflow_ids("knowhubtest")
     n8n.ids = {}
     workflows = []
@@ -68,6 +74,12 @@ def n8n(tmp_path_factory):
     workflows.append(
         substituted(shipped(TRASH), trigger="Notion events", workflow_id=n8n.ids["trashed"],
                     recorded={"Notion events": [RECORDED["trashed_event"]]})  # fmt: skip
+    )
+    n8n.ids["chat"] = next(ids)
+    question = {"sessionId": "s1", "action": "sendMessage", "chatInput": "When do the boats leave the harbour?"}
+    workflows.append(
+        substituted(shipped(CHAT), trigger="When chat message received", workflow_id=n8n.ids["chat"],
+                    recorded={"When chat message received": [question]})  # fmt: skip
     )
     n8n.import_workflows(workflows)
     return n8n
@@ -196,3 +208,16 @@ def test_the_signed_workflow_is_accepted_and_a_wrong_key_is_not(n8n, knowhub, se
     execution = run(n8n, knowhub, "signed")
     assert not execution.ok and execution.error()["httpCode"] == "401"
     assert NotionDelivery.objects.count() == 1
+
+
+def test_the_chat_workflow_answers_from_knowhub_with_an_api_token(n8n, knowhub, django_user_model):
+    from rest_framework.authtoken.models import Token
+
+    Token.objects.create(key=API_TOKEN, user=django_user_model.objects.create_user("n8n-chat", password="x"))
+    sent(run(n8n, knowhub, "v1"))  # the page the question is about, synced by the sync workflow
+    execution = run(n8n, knowhub, "chat")
+    assert execution.ok, execution.output[-4000:]
+    ((answer,),) = [execution.node_items("Ask knowhub")]
+    assert answer["sources"][0]["source_id"] == PAGE and answer["citations"]
+    (reply,) = execution.node_items("Reply")
+    assert "seven" in reply["output"] and "Sources:\n[1] Ferry timetable" in reply["output"]
