@@ -3,7 +3,7 @@ knowhub: what knowhub stores is what the Notion page last said.
 
 n8n is the pinned CLI that scripts/install_n8n.sh installs into var/n8n; without node or that
 install these tests skip. Only the nodes that would call Notion are fed recorded items
-(tests/ingestion/n8n_cli.py says how); the rest of each workflow runs unchanged.
+(ingestion/n8n_runner.py says how); the rest of each workflow runs unchanged.
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ from pathlib import Path
 import pytest
 
 from ingestion.models import NotionDelivery
-from rag.models import Chunk, ChunkHistory
-from tests.ingestion.conftest import live_chunks, search_ids
-from tests.ingestion.n8n_cli import (
+from ingestion.n8n_runner import (
     N8n,
     credential_refs,
     header_credential,
@@ -25,6 +23,8 @@ from tests.ingestion.n8n_cli import (
     substituted,
     workflow_ids,
 )
+from rag.models import Chunk, ChunkHistory
+from tests.ingestion.conftest import live_chunks, search_ids
 
 pytestmark = [
     pytest.mark.n8n,

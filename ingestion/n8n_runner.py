@@ -1,5 +1,5 @@
 """A real n8n (the pinned CLI that scripts/install_n8n.sh puts in var/n8n) running the shipped
-workflows of examples/n8n against a knowhub.
+workflows of examples/n8n against a knowhub: used by the workflow tests and ``bench_n8n``.
 
 Only what talks to Notion is replaced: the trigger becomes a Manual Trigger followed by a Code
 node of the same name that emits recorded Notion items (shaped as n8n's Notion nodes give them),
@@ -18,7 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-BASE = Path(__file__).resolve().parents[2]
+BASE = Path(__file__).resolve().parents[1]
 N8N_BIN = BASE / "var" / "n8n" / "node_modules" / ".bin" / "n8n"
 EXAMPLES = BASE / "examples" / "n8n"
 
