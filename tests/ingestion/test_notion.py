@@ -294,6 +294,11 @@ def test_webhook_takes_property_names_as_a_notion_database_spells_them():
     # Unmapped properties are kept (normalised), never over the webhook's own metadata.
     assert unit.metadata["due_date"] == "2025-02-01" and unit.metadata["status"] == "Draft"
     assert unit.metadata["notion_id"] == "abc123-notion-page-id" and unit.metadata["notion_id_2"] == "shadow"
+    # A people or multi-select property for a one-value field: its first value (all authors are people).
+    payload["properties"] = {"Author": ["Keith", "Ann"], "Category": ["transcripts", "notes"], "Entity": []}
+    (unit,) = webhook_to_document(payload).units
+    assert unit.metadata["author"] == "Keith" and unit.metadata["people"] == ["Keith", "Ann"]
+    assert unit.domain == "transcripts" and unit.metadata["entity"] == ""
 
 
 @pytest.mark.parametrize(
@@ -329,6 +334,8 @@ def test_webhook_delivery_reads_notions_flags_and_edit_time():
         ({"properties": {"tags": ["rag", 3]}}, "properties.tags"),
         ({"properties": {"Title": "A", "title": "B"}}, "are the same property (title)"),
         ({"archived": "yes"}, "archived must be true or false"),
+        ({"properties": {"Title": ["a"]}}, "properties.title must be a string"),
+        ({"properties": {"author": 7}}, "properties.author must be a string or a list of strings"),
         ({"last_edited_time": "yesterday"}, "last_edited_time"),
         ({"content": {"blocks": []}}, "content must be a string"),
         ({"extra": 1}, "unknown field(s): extra"),

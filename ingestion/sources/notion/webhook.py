@@ -111,11 +111,32 @@ def _checked_flags(payload: dict) -> tuple[bool, dt.datetime | None]:
     return gone, edited if edited.tzinfo else edited.replace(tzinfo=dt.UTC)
 
 
+def _one_values(props: dict) -> tuple[dict[str, str], list[str]]:
+    """``title``, ``category``, ``domain``, ``author`` and ``entity`` as strings, and the authors.
+
+    A Notion database may keep these as a select, a multi-select or a people property: a list of
+    strings gives its first value (and every name, for ``author``, becomes one of the people).
+    """
+    out: dict[str, str] = {}
+    authors: list[str] = []
+    for name in ("title", "category", "domain", "author", "entity"):
+        value = props.get(name)
+        if isinstance(value, list) and name != "title" and all(isinstance(v, str) for v in value):
+            names = [v.strip() for v in value if v.strip()]
+            out[name] = names[0] if names else ""
+        elif value is None or isinstance(value, str):
+            names = [value.strip()] if value and value.strip() else []
+            out[name] = names[0] if names else ""
+        else:
+            kinds = "a string" if name == "title" else "a string or a list of strings"
+            raise ValueError(f"properties.{name} must be {kinds}")
+        if name == "author":
+            authors = names
+    return out, authors
+
+
 def _checked_properties(props: dict) -> tuple[dict[str, list[str]], dt.date | None]:
     """The list properties (``tags``, ``people``) stripped, and the date; ``ValueError`` otherwise."""
-    for name in ("title", "category", "domain", "author", "entity"):
-        if props.get(name) is not None and not isinstance(props[name], str):
-            raise ValueError(f"properties.{name} must be a string")
     lists: dict[str, list[str]] = {}
     for name in ("tags", "people"):
         value = props.get(name)
@@ -179,14 +200,14 @@ def webhook_to_document(payload: dict, *, collection: str = "notion") -> SourceD
     """
     page_id, props, content, url = _checked_fields(payload)
     page_id = canonical_page_id(page_id)
+    one, authors = _one_values(props)
     lists, date = _checked_properties(props)
-    title = (props.get("title") or "").strip()
-    author = (props.get("author") or "").strip()
-    people = list(dict.fromkeys([*([author] if author else []), *lists["people"]]))
-    domain = (props.get("domain") or "").strip() or (props.get("category") or "").strip()
+    title, author = one["title"], one["author"]
+    people = list(dict.fromkeys([*authors, *lists["people"]]))
+    domain = one["domain"] or one["category"]
     metadata = {
-        **_extra_properties(props), "notion_id": page_id, "category": props.get("category") or "", "author": author,
-        "people": people, "entity": props.get("entity") or "", "tags": lists["tags"],
+        **_extra_properties(props), "notion_id": page_id, "category": one["category"], "author": author,
+        "people": people, "entity": one["entity"], "tags": lists["tags"],
         **_access_metadata(payload),
     }  # fmt: skip
     units = []
