@@ -333,3 +333,21 @@ def test_a_webhook_page_and_the_pulled_page_are_one_document(
     deliver(client, page(V2, page_id=f"https://www.notion.so/acme/Timetable-{PAGE.replace('-', '')}"),
             django_capture_on_commit_callbacks)  # fmt: skip
     assert set(live_chunks().values_list("source_type", "source_id")) == {("notion_note", PAGE)}
+
+
+def test_reindex_rebuilds_each_page_from_what_it_last_showed(
+    client, secret, use_hashing_embedder, hashing_embedder, django_capture_on_commit_callbacks
+):
+    # hashing embedder: about which delivery a reindex rebuilds from.
+    from ingestion.services.reindexing import reindex
+
+    other = "2f2e3d4c-5b6a-7988-0123-456789abcdef"
+    deliver(client, page(V2, last_edited_time="2025-03-02T10:00:00Z"), django_capture_on_commit_callbacks)
+    deliver(client, page(V1, last_edited_time="2025-03-01T10:00:00Z"), django_capture_on_commit_callbacks)  # older
+    deliver(client, page(V1, page_id=other), django_capture_on_commit_callbacks)
+    deliver(client, page(page_id=other, archived=True), django_capture_on_commit_callbacks)
+    Chunk.objects.all().delete()  # lost, e.g. an index rebuilt from scratch
+    run = reindex(types=["notion"], embedder=hashing_embedder)
+    assert run.status == "done", run.errors
+    # The newer edit, not the late older one; the archived page stays hidden.
+    assert live_texts() == [V2] and not Chunk.objects.filter(source_id=other).exists()
