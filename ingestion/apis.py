@@ -45,6 +45,12 @@ class RawBodyParser(BaseParser):
         return None
 
 
+_UNAUTHORIZED = (
+    "missing or wrong webhook secret: send 'Authorization: Bearer <KNOWHUB_NOTION_WEBHOOK_SECRET>' "
+    "or 'X-Knowhub-Signature: sha256=<hex HMAC-SHA256 of the raw body>'"
+)
+
+
 class NotionIngestApi(APIView):
     """Receive a Notion page from an n8n workflow, authenticated by a shared secret.
 
@@ -56,11 +62,20 @@ class NotionIngestApi(APIView):
     permission_classes = [permissions.AllowAny]
     parser_classes = [RawBodyParser]
 
+    def finalize_response(self, request, response, *args, **kwargs):
+        """Errors keep ``{error, detail}`` and add ``cause``, the reason again: n8n's HTTP Request
+        node shows the first of ``cause``, ``error``, ``message``… it finds in a failed response's
+        body, so without it the user would see only the short code ("invalid")."""
+        data = getattr(response, "data", None)
+        if response.status_code >= 400 and isinstance(data, dict) and isinstance(data.get("detail"), str):
+            data.setdefault("cause", data["detail"])
+        return super().finalize_response(request, response, *args, **kwargs)
+
     class InputSerializer(serializers.Serializer):
         class Meta:
             ref_name = "NotionDeliveryInput"
 
-        page_id = serializers.CharField()
+        page_id = serializers.CharField(help_text="With or without dashes, any case, or the page's notion.so URL.")
         database_id = serializers.CharField(required=False, help_text="Notion database: its source setting applies.")
         visibility = serializers.ChoiceField(choices=["public", "restricted", "private"], required=False,
                                              help_text="Only narrower than the database's setting.")
@@ -68,6 +83,9 @@ class NotionIngestApi(APIView):
         properties = serializers.DictField(required=False)
         content = serializers.CharField(required=False, allow_blank=True)
         url = serializers.CharField(required=False, allow_blank=True)
+        last_edited_time = serializers.DateTimeField(required=False, help_text="An older edit never overwrites newer.")
+        archived = serializers.BooleanField(required=False, help_text="true: the page's chunks are hidden.")
+        in_trash = serializers.BooleanField(required=False, help_text="true: the page's chunks are hidden.")
 
     class OutputSerializer(serializers.Serializer):
         class Meta:
@@ -83,18 +101,20 @@ class NotionIngestApi(APIView):
             202: OutputSerializer,
             400: OpenApiResponse(description="Malformed JSON or payload; nothing stored."),
             401: OpenApiResponse(description="Missing or wrong secret."),
+            403: OpenApiResponse(description="No webhook secret configured on the server (says which setting)."),
             413: OpenApiResponse(description="Body too large."),
-            503: OpenApiResponse(description="No webhook secret configured."),
         },
         auth=[],
     )
     def post(self, request):
         secret = services.notion_webhook_secret()
         if not secret:
+            # 403, not 503: nothing changes by retrying (n8n presents a 503 as "try again later").
             return _error(
                 "webhook_disabled",
-                "KNOWHUB_NOTION_WEBHOOK_SECRET is not set on the server, so every delivery is refused.",
-                status.HTTP_503_SERVICE_UNAVAILABLE,
+                "this knowhub accepts no Notion deliveries: set KNOWHUB_NOTION_WEBHOOK_SECRET on the knowhub "
+                "server (and the same value in n8n's Header Auth credential), then restart it.",
+                status.HTTP_403_FORBIDDEN,
             )
         limit = settings.KNOWHUB_NOTION_MAX_BODY_BYTES
         try:
@@ -107,7 +127,7 @@ class NotionIngestApi(APIView):
         if len(body) > limit:
             return _error("too_large", f"body is larger than {limit} bytes", status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         if not _authenticated(request, body, secret):
-            return _error("unauthorized", "missing or wrong webhook secret", status.HTTP_401_UNAUTHORIZED)
+            return _error("unauthorized", _UNAUTHORIZED, status.HTTP_401_UNAUTHORIZED)
         try:
             payload = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -120,10 +140,11 @@ class NotionIngestApi(APIView):
             setting_access,
             setting_for_document,
         )
-        from ingestion.sources.notion import webhook_to_document
+        from ingestion.sources.notion import webhook_delivery
 
         try:
-            doc = webhook_to_document(payload, collection=services.NOTION_COLLECTION)
+            checked = webhook_delivery(payload, collection=services.NOTION_COLLECTION)
+            doc = checked.document
             requested = doc.units[0].metadata.get("requested_access") if doc.units else None
             # A delivery may narrow its database's access, never widen it: refused before storing.
             narrowed(setting_access(setting_for_document(doc)), requested)
@@ -131,7 +152,9 @@ class NotionIngestApi(APIView):
             return _error("access_widening", str(exc), status.HTTP_400_BAD_REQUEST)
         except ValueError as exc:
             return _error("invalid", str(exc), status.HTTP_400_BAD_REQUEST)
-        receipt = services.notion_delivery_receive(body=body, page_id=doc.source_id)
+        receipt = services.notion_delivery_receive(
+            body=body, page_id=doc.source_id, edited_at=checked.edited_at, gone=checked.gone
+        )
         out = {"delivery_id": receipt.delivery.pk, "status": receipt.delivery.status, "replay": receipt.replay}
         return Response(self.OutputSerializer(out).data, status=status.HTTP_202_ACCEPTED)
 

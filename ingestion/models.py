@@ -248,8 +248,11 @@ class Reflection(models.Model):
 class NotionDelivery(models.Model):
     """One body POSTed to ``/notion/ingest``, stored before it is processed.
 
-    A broker or worker outage loses nothing: pending rows are swept and processed later. The
-    sha256 of the raw body is unique, so a replayed delivery maps to the same row.
+    A broker or worker outage loses nothing: pending rows are swept and processed later. A body
+    equal to the page's latest delivery is a replay and maps to that row; any other body is a new
+    row, even one received before (a revert, a restore), so the page ends as it was last sent.
+    ``edited_at`` is the page's ``last_edited_time`` when the delivery gives it: an older edit
+    never overwrites a newer one.
     """
 
     class Status(models.TextChoices):
@@ -259,8 +262,10 @@ class NotionDelivery(models.Model):
         FAILED = "failed", "Failed"
 
     body = models.TextField()
-    body_hash = models.CharField(max_length=64, unique=True)
+    body_hash = models.CharField(max_length=64, db_index=True)
     page_id = models.CharField(max_length=200, db_index=True)
+    edited_at = models.DateTimeField(null=True, blank=True)
+    gone = models.BooleanField(default=False, help_text="Archived or in the trash: the page's chunks are hidden.")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     replays = models.PositiveIntegerField(default=0)

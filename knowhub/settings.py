@@ -287,7 +287,7 @@ KNOWHUB_RERANK_TIMEOUT = env.float("KNOWHUB_RERANK_TIMEOUT", default=5.0)
 
 # --- Ingestion (ingestion app) ----------------------------------------------------------------
 # Shared secret of POST /notion/ingest (Authorization: Bearer <secret>, or X-Knowhub-Signature:
-# sha256=<hex HMAC-SHA256 of the raw body>). Empty: the endpoint refuses every delivery (503).
+# sha256=<hex HMAC-SHA256 of the raw body>). Empty: the endpoint refuses every delivery (403, naming this setting).
 KNOWHUB_NOTION_WEBHOOK_SECRET = env("KNOWHUB_NOTION_WEBHOOK_SECRET", default="")
 KNOWHUB_NOTION_MAX_BODY_BYTES = env.int("KNOWHUB_NOTION_MAX_BODY_BYTES", default=2 * 1024 * 1024)
 # Notion pull (manage.py notion_sync, periodic task): an internal integration token and the

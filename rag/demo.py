@@ -73,12 +73,20 @@ DEMO_DOCUMENTS: list[dict] = [
         "domain": "knowhub",
         "tags": ["notion", "ingestion"],
         "text": (
-            "There are two ways to bring Notion pages in. Pushed: an n8n workflow posts each changed page "
-            "to /notion/ingest with the shared secret in the Authorization header. Pulled: set "
-            "NOTION_TOKEN and run manage.py notion_sync, which fetches only pages edited since the last "
-            "sync and soft-deletes pages that disappeared.\n\n"
-            "Page properties such as Domain, Tags, Date and Author become metadata, so they can be used "
-            "as filters. Replaying the same webhook delivery is harmless."
+            "There are two ways to bring Notion pages in. Pushed: an n8n workflow (examples/n8n in the "
+            "repository) posts each changed page to /notion/ingest with the webhook secret, "
+            "KNOWHUB_NOTION_WEBHOOK_SECRET, as 'Authorization: Bearer <secret>', or signs the raw body "
+            "with it (X-Knowhub-Signature: sha256=<hex HMAC-SHA256>). Pulled: set NOTION_TOKEN and run "
+            "manage.py notion_sync, which fetches only pages edited since the last sync and soft-deletes "
+            "pages that disappeared.\n\n"
+            "Properties are sent as the Notion database names them: Title, Tags, Date, Author, Domain and "
+            "Category are read in any case and spacing, and any other property is kept as metadata, where "
+            "a property mapping (manage.py source_settings) can turn it into people, tags, entity, date "
+            "or domain. A page id with or without dashes, or the page's notion.so URL, is the same page.\n\n"
+            "The page ends as it was last sent: sending it again unchanged embeds nothing, an earlier text "
+            "sent again (a revert) is applied, and a delivery with an older last_edited_time never "
+            "overwrites a newer one. A page sent with archived or in_trash set to true is hidden from "
+            "search, its history kept, and comes back when it is sent again."
         ),
     },
     {

@@ -250,7 +250,8 @@ def _write_source(
                     chunk_uid=row["chunk_uid"], change="created", content=row["content"],
                     content_hash=row["content_hash"], title=row["title"],
                 ))
-            elif old["content_hash"] != row["content_hash"]:
+            elif old["content_hash"] != row["content_hash"] or old["deleted_at"] is not None:
+                # A hidden chunk coming back is a change too, even with the text it had.
                 history.append(ChunkHistory(
                     chunk_uid=row["chunk_uid"], change="updated", content=row["content"],
                     content_hash=row["content_hash"], title=row["title"],
@@ -359,6 +360,21 @@ def source_soft_delete(*, collection: str, source_type: str, source_ids: list[st
     return Chunk.objects.filter(
         collection=collection, source_type=source_type, source_id__in=source_ids, deleted_at__isnull=True
     ).update(deleted_at=timezone.now())
+
+
+@transaction.atomic
+def source_archive(*, collection: str, source_type: str, source_ids: list[str]) -> int:
+    """Hide sources the way ``source_soft_delete`` does, and record it in ``ChunkHistory``: the
+    source said it is gone (a Notion page archived or trashed), which is a change of its own."""
+    qs = Chunk.objects.select_for_update().filter(
+        collection=collection, source_type=source_type, source_id__in=source_ids, deleted_at__isnull=True
+    )
+    rows = list(qs.values_list("chunk_uid", "content", "content_hash", "title"))
+    ChunkHistory.objects.bulk_create(
+        ChunkHistory(chunk_uid=uid, change="deleted", content=content, content_hash=digest, title=title)
+        for uid, content, digest, title in rows
+    )
+    return Chunk.objects.filter(chunk_uid__in=[r[0] for r in rows]).update(deleted_at=timezone.now())
 
 
 @transaction.atomic

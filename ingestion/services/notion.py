@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -33,7 +33,7 @@ from ingestion.services.core import (
 from ingestion.services.folders import Candidate, source_states, sync_candidates
 from ingestion.services.source_settings import apply_setting, setting_for_document
 from rag.embeddings import Embedder, TransientEmbeddingError, get_embedder
-from rag.services import source_soft_delete
+from rag.services import source_archive, source_soft_delete
 
 logger = logging.getLogger(__name__)
 
@@ -50,35 +50,94 @@ class DeliveryReceipt:
     replay: bool
 
 
-def notion_delivery_receive(*, body: bytes, page_id: str) -> DeliveryReceipt:
+def _lock_page(page_id: str) -> None:
+    """Serialise the inbox per page (held until the transaction ends): what "the page's latest
+    delivery" is must not change while a delivery is received or applied."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"notion-delivery\x1f{page_id}"])
+
+
+def notion_delivery_receive(
+    *, body: bytes, page_id: str, edited_at: dt.datetime | None = None, gone: bool = False,
+) -> DeliveryReceipt:  # fmt: skip
     """Store a validated webhook body, then queue its processing once the row is committed.
 
-    The sha256 of the raw body is unique: a replayed delivery returns the row it created the
-    first time and queues nothing (unless that one failed), so replays change nothing.
+    A body equal to the page's latest delivery is a replay: it returns that row and queues
+    nothing (unless that one failed). Any other body is stored and applied, even one seen
+    before — a page reverted to an earlier text, or restored, must end as it was last sent.
+    Applying a body equal to what is stored changes and embeds nothing (chunk content hashes).
     """
     from ingestion.tasks import process_notion_delivery
 
     digest = hashlib.sha256(body).hexdigest()
+    page_id = page_id[:200]
     with transaction.atomic():
-        delivery, created = NotionDelivery.objects.get_or_create(
-            body_hash=digest, defaults={"body": body.decode("utf-8"), "page_id": page_id[:200]}
-        )
-        if not created:
+        _lock_page(page_id)
+        delivery = NotionDelivery.objects.filter(page_id=page_id).order_by("-pk").first()
+        replay = delivery is not None and delivery.body_hash == digest
+        if replay:
             NotionDelivery.objects.filter(pk=delivery.pk).update(replays=delivery.replays + 1)
-        if created or delivery.status == NotionDelivery.Status.FAILED:
+        else:
+            delivery = NotionDelivery.objects.create(
+                body=body.decode("utf-8"), body_hash=digest, page_id=page_id, edited_at=edited_at, gone=gone
+            )
+        if not replay or delivery.status == NotionDelivery.Status.FAILED:
             # robust: a broker outage must not turn a stored delivery into a 500; the sweeper
             # (sweep_notion_deliveries) picks up whatever stayed pending.
             transaction.on_commit(lambda: process_notion_delivery.delay(delivery.pk), robust=True)
-    return DeliveryReceipt(delivery=delivery, replay=not created)
+    return DeliveryReceipt(delivery=delivery, replay=replay)
+
+
+def _newer_applied(delivery: NotionDelivery) -> bool:
+    """Whether the page already shows a newer delivery: a later ``last_edited_time`` when both
+    give one, else the later arrival (rows of one page are created in arrival order)."""
+    applied = (
+        NotionDelivery.objects.filter(page_id=delivery.page_id, status=NotionDelivery.Status.DONE)
+        .exclude(pk=delivery.pk)
+        .exclude(result__has_key="superseded")
+    )
+    later = Q(pk__gt=delivery.pk)
+    if delivery.edited_at is None:
+        return applied.filter(later).exists()
+    return applied.filter(
+        Q(edited_at__gt=delivery.edited_at) | (later & (Q(edited_at=delivery.edited_at) | Q(edited_at__isnull=True)))
+    ).exists()
+
+
+def _apply(delivery: NotionDelivery, *, embedder: Embedder | None, raise_transient: bool) -> tuple[str, dict]:
+    """Make the page's chunks what ``delivery`` says: ``(error, result)``."""
+    from ingestion.sources.notion import webhook_delivery
+
+    try:
+        checked = webhook_delivery(json.loads(delivery.body), collection=NOTION_COLLECTION)
+        doc = checked.document
+        if not checked.gone:
+            # The database's setting (re-read now: it may have changed since the delivery came).
+            apply_setting(doc, setting_for_document(doc))
+    except (ValueError, TypeError) as exc:
+        return f"invalid payload: {exc}", {}
+    if checked.gone:
+        hidden = sum(
+            source_archive(collection=NOTION_COLLECTION, source_type=kind, source_ids=_id_forms([doc.source_id]))
+            for kind in ("notion_note", "notion_page")
+        )
+        return "", {"archived": hidden}
+    recorder = RunRecorder(IngestRun(source="notion_webhook"))
+    index_documents(documents=[doc], recorder=recorder, embedder=embedder, raise_transient=raise_transient)
+    if recorder.run.errors:
+        return "; ".join(e["error"] for e in recorder.run.errors), recorder.run.counts()
+    _supersede(source_type="notion_page", page_ids=[doc.source_id])
+    # Copies stored under another spelling of the id before ids were made canonical.
+    older_spellings = [f for f in _id_forms([doc.source_id]) if f != doc.source_id]
+    source_soft_delete(collection=NOTION_COLLECTION, source_type="notion_note", source_ids=older_spellings)
+    return "", recorder.run.counts()
 
 
 def notion_delivery_process(
     *, delivery_id: int, embedder: Embedder | None = None, raise_transient: bool = False,
 ) -> NotionDelivery | None:  # fmt: skip
-    """Index one stored delivery. Idempotent: a delivery already done is left alone, and one
-    superseded by a newer delivery of the same page that is already done is not applied."""
-    from ingestion.sources.notion import webhook_to_document
-
+    """Apply one stored delivery. Idempotent: a delivery already done is left alone, and one
+    older than what the page already shows (``_newer_applied``) is recorded as superseded."""
     with transaction.atomic():
         delivery = NotionDelivery.objects.select_for_update().filter(pk=delivery_id).first()
         if delivery is None or delivery.status == NotionDelivery.Status.DONE:
@@ -86,35 +145,20 @@ def notion_delivery_process(
         delivery.status = NotionDelivery.Status.PROCESSING
         delivery.attempts += 1
         delivery.save(update_fields=["status", "attempts", "updated_at"])
-    newer_done = NotionDelivery.objects.filter(
-        page_id=delivery.page_id, status=NotionDelivery.Status.DONE, received_at__gt=delivery.received_at
-    ).exists()
-    recorder = RunRecorder(IngestRun(source="notion_webhook"))
-    error = ""
-    if newer_done:
-        delivery.result = {"superseded": True}
-    else:
-        try:
-            doc = webhook_to_document(json.loads(delivery.body), collection=NOTION_COLLECTION)
-            # The database's setting (re-read now: it may have changed since the delivery came).
-            apply_setting(doc, setting_for_document(doc))
-        except (ValueError, TypeError) as exc:
-            error = f"invalid payload: {exc}"
-        else:
-            try:
-                index_documents(documents=[doc], recorder=recorder, embedder=embedder, raise_transient=raise_transient)
-            except TransientEmbeddingError:
-                NotionDelivery.objects.filter(pk=delivery.pk).update(status=NotionDelivery.Status.PENDING)
-                raise
-            if recorder.run.errors:
-                error = "; ".join(e["error"] for e in recorder.run.errors)
+    try:
+        with transaction.atomic():
+            _lock_page(delivery.page_id)
+            if _newer_applied(delivery):
+                error, delivery.result = "", {"superseded": True}
             else:
-                _supersede(source_type="notion_page", page_ids=[doc.source_id])
-            delivery.result = recorder.run.counts()
-    delivery.status = NotionDelivery.Status.FAILED if error else NotionDelivery.Status.DONE
-    delivery.error = error
-    delivery.processed_at = timezone.now()
-    delivery.save(update_fields=["status", "error", "result", "processed_at", "updated_at"])
+                error, delivery.result = _apply(delivery, embedder=embedder, raise_transient=raise_transient)
+            delivery.status = NotionDelivery.Status.FAILED if error else NotionDelivery.Status.DONE
+            delivery.error = error
+            delivery.processed_at = timezone.now()
+            delivery.save(update_fields=["status", "error", "result", "processed_at", "updated_at"])
+    except TransientEmbeddingError:
+        NotionDelivery.objects.filter(pk=delivery.pk).update(status=NotionDelivery.Status.PENDING)
+        raise
     return delivery
 
 
@@ -123,9 +167,10 @@ def _id_forms(page_ids) -> list[str]:
     forms: set[str] = set()
     for page_id in page_ids:
         bare = page_id.replace("-", "")
-        forms |= {page_id, bare}
+        forms |= {page_id, bare, bare.upper()}
         if len(bare) == 32:
-            forms.add(f"{bare[:8]}-{bare[8:12]}-{bare[12:16]}-{bare[16:20]}-{bare[20:]}")
+            dashed = f"{bare[:8]}-{bare[8:12]}-{bare[12:16]}-{bare[16:20]}-{bare[20:]}"
+            forms |= {dashed, dashed.lower(), dashed.upper()}
     return sorted(forms)
 
 
@@ -150,11 +195,12 @@ def notion_deliveries_due(*, older_than: dt.timedelta = dt.timedelta(minutes=2),
 
 
 def _latest_deliveries(since: dt.datetime | None) -> list[NotionDelivery]:
-    qs = NotionDelivery.objects.exclude(status=NotionDelivery.Status.FAILED, attempts__gte=5)
+    """Per page, the delivery applied last (what its chunks show)."""
+    qs = NotionDelivery.objects.filter(status=NotionDelivery.Status.DONE).exclude(result__has_key="superseded")
     if since is not None:
         qs = qs.filter(received_at__gte=since)
     latest: dict[str, NotionDelivery] = {}
-    for delivery in qs.order_by("page_id", "-received_at"):
+    for delivery in qs.order_by("page_id", "-processed_at", "-pk"):
         latest.setdefault(delivery.page_id, delivery)
     return list(latest.values())
 
@@ -168,6 +214,9 @@ def notion_deliveries_reindex(
     documents = []
     for delivery in _latest_deliveries(since):
         recorder.count(sources=1, total=1)
+        if delivery.gone:  # archived: its chunks stay hidden until the page is sent live again
+            recorder.count(skipped=1)
+            continue
         try:
             doc = webhook_to_document(json.loads(delivery.body), collection=NOTION_COLLECTION)
             documents.append(apply_setting(doc, setting_for_document(doc)))

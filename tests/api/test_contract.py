@@ -45,7 +45,7 @@ def _keep_the_test_connection():
 
 @pytest.fixture(autouse=True)
 def _webhook_configured(settings):
-    # Unconfigured, the Notion webhook answers 503 by design; configured, it checks signatures.
+    # Unconfigured, the Notion webhook answers 403 by design; configured, it checks signatures.
     settings.KNOWHUB_NOTION_WEBHOOK_SECRET = "contract-test-webhook-secret"
 
 

@@ -14,9 +14,11 @@ from ingestion.sources.notion import (
     NotionPuller,
     NotionPullError,
     blocks_to_markdown,
+    canonical_page_id,
     page_to_document,
     properties_to_metadata,
     rich_text_to_markdown,
+    webhook_delivery,
     webhook_to_document,
 )
 from rag.chunking import split_text
@@ -281,6 +283,44 @@ def test_webhook_seed_payload():
     assert webhook_to_document(payload).units[0].domain == "research"
 
 
+def test_webhook_takes_property_names_as_a_notion_database_spells_them():
+    payload = {**SEED_PAYLOAD, "properties": {
+        "Title": "RAG System Design Discussion", " TAGS ": ["rag"], "Date": {"start": "2025-01-25", "end": None},
+        "Author": "keith", "Due Date": "2025-02-01", "Notion ID": "shadow", "Status": "Draft",
+    }}  # fmt: skip
+    (unit,) = webhook_to_document(payload).units
+    assert unit.title == "RAG System Design Discussion" and unit.concepts == ["rag"]
+    assert unit.date == dt.date(2025, 1, 25) and unit.metadata["author"] == "keith"
+    # Unmapped properties are kept (normalised), never over the webhook's own metadata.
+    assert unit.metadata["due_date"] == "2025-02-01" and unit.metadata["status"] == "Draft"
+    assert unit.metadata["notion_id"] == "abc123-notion-page-id" and unit.metadata["notion_id_2"] == "shadow"
+    # A people or multi-select property for a one-value field: its first value (all authors are people).
+    payload["properties"] = {"Author": ["Keith", "Ann"], "Category": ["transcripts", "notes"], "Entity": []}
+    (unit,) = webhook_to_document(payload).units
+    assert unit.metadata["author"] == "Keith" and unit.metadata["people"] == ["Keith", "Ann"]
+    assert unit.domain == "transcripts" and unit.metadata["entity"] == ""
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "1f2e3d4c-5b6a-7988-0123-456789abcdef", "1f2e3d4c5b6a79880123456789abcdef", "1F2E3D4C5B6A79880123456789ABCDEF",
+        "https://www.notion.so/acme/RAG-Design-1f2e3d4c5b6a79880123456789abcdef?pvs=4",
+        " https://www.notion.so/1f2e3d4c5b6a79880123456789abcdef ",
+    ],
+)  # fmt: skip
+def test_a_notion_page_id_has_one_canonical_form(raw):
+    assert canonical_page_id(raw) == "1f2e3d4c-5b6a-7988-0123-456789abcdef"
+    assert webhook_to_document({**SEED_PAYLOAD, "page_id": raw}).source_id == "1f2e3d4c-5b6a-7988-0123-456789abcdef"
+
+
+def test_webhook_delivery_reads_notions_flags_and_edit_time():
+    checked = webhook_delivery({"page_id": "p1", "archived": True, "last_edited_time": "2025-01-25T10:00:00.000Z"})
+    assert checked.gone and checked.edited_at == dt.datetime(2025, 1, 25, 10, tzinfo=dt.UTC)
+    assert webhook_delivery({"page_id": "p1", "in_trash": True}).gone
+    assert not webhook_delivery({**SEED_PAYLOAD, "archived": False}).gone
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -292,7 +332,11 @@ def test_webhook_seed_payload():
         ({"properties": {"date": "2025-01-25garbage"}}, "properties.date"),
         ({"properties": {"tags": "rag"}}, "properties.tags"),
         ({"properties": {"tags": ["rag", 3]}}, "properties.tags"),
-        ({"properties": {"colour": "red"}}, "unknown properties field(s): colour"),
+        ({"properties": {"Title": "A", "title": "B"}}, "are the same property (title)"),
+        ({"archived": "yes"}, "archived must be true or false"),
+        ({"properties": {"Title": ["a"]}}, "properties.title must be a string"),
+        ({"properties": {"author": 7}}, "properties.author must be a string or a list of strings"),
+        ({"last_edited_time": "yesterday"}, "last_edited_time"),
         ({"content": {"blocks": []}}, "content must be a string"),
         ({"extra": 1}, "unknown field(s): extra"),
         ({"url": 5}, "url"),
@@ -301,7 +345,7 @@ def test_webhook_seed_payload():
 def test_webhook_rejects_bad_payloads(change, message):
     payload = {**SEED_PAYLOAD, **change}
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        webhook_to_document(payload)
+        webhook_delivery(payload)
 
 
 def test_webhook_missing_page_id_and_non_object():

@@ -8,12 +8,13 @@ types more often than we release.
 """
 
 from ingestion.sources.notion.blocks import blocks_to_markdown, plain_text, rich_text_to_markdown
-from ingestion.sources.notion.pages import notion_key, page_title, page_to_document
+from ingestion.sources.notion.pages import canonical_page_id, notion_key, page_title, page_to_document
 from ingestion.sources.notion.properties import properties_to_metadata, property_value
 from ingestion.sources.notion.puller import NotionPuller, NotionPullError
-from ingestion.sources.notion.webhook import webhook_to_document
+from ingestion.sources.notion.webhook import WebhookDelivery, webhook_delivery, webhook_to_document
 
 __all__ = [
-    "NotionPullError", "NotionPuller", "blocks_to_markdown", "notion_key", "page_title", "page_to_document",
-    "plain_text", "properties_to_metadata", "property_value", "rich_text_to_markdown", "webhook_to_document",
+    "NotionPullError", "NotionPuller", "WebhookDelivery", "blocks_to_markdown", "canonical_page_id", "notion_key",
+    "page_title", "page_to_document", "plain_text", "properties_to_metadata", "property_value",
+    "rich_text_to_markdown", "webhook_delivery", "webhook_to_document",
 ]  # fmt: skip

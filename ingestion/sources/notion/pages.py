@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 from ingestion.sources import markup
 from ingestion.sources.notion.blocks import HEADINGS, blocks_to_markdown, plain_text
@@ -13,6 +14,25 @@ from rag.units import SourceDocument, Unit
 def notion_key(notion_id: str) -> str:
     """A Notion id as settings store it: lower-case hex without dashes (n8n and the API differ)."""
     return str(notion_id or "").replace("-", "").strip().lower()
+
+
+_HEX32 = re.compile(r"[0-9a-fA-F]{32}")
+
+
+def canonical_page_id(raw: str) -> str:
+    """One Notion page, one id: the API's form (lower-case, dashed) for a page id given with or
+    without dashes, in any case, or as a notion.so URL (whose path ends in the 32 hex digits).
+    Anything that is not a Notion id is returned stripped, unchanged otherwise."""
+    text = str(raw or "").strip()
+    if "notion.so/" in text.lower() or "notion.site/" in text.lower():
+        last = text.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1].replace("-", "")
+        bare = last[-32:] if _HEX32.fullmatch(last[-32:]) else ""
+    else:
+        bare = text.replace("-", "") if _HEX32.fullmatch(text.replace("-", "")) else ""
+    if not bare:
+        return text
+    bare = bare.lower()
+    return f"{bare[:8]}-{bare[8:12]}-{bare[12:16]}-{bare[16:20]}-{bare[20:]}"
 
 
 def _find(properties: dict, *names: str, types: tuple[str, ...] = ()) -> tuple[str, dict] | None:
@@ -33,7 +53,7 @@ def page_title(page: dict) -> str:
 
 def _page_metadata(page: dict, properties: dict) -> dict:
     meta = properties_to_metadata(properties)
-    meta.update({"notion_id": page["id"], "last_edited_time": page.get("last_edited_time")})
+    meta.update({"notion_id": canonical_page_id(page["id"]), "last_edited_time": page.get("last_edited_time")})
     # Which database / data source the page lives in: per-source settings (ACL, mapping) key on it.
     parent = page.get("parent") or {}
     if parent.get("database_id"):
@@ -130,7 +150,7 @@ def page_to_document(
     Anchors are heading block ids (Notion keeps them across edits) and ``u_0`` for the text
     before the first heading, so editing one section re-embeds only that section.
     """
-    page_id = page.get("id") or ""
+    page_id = canonical_page_id(page.get("id") or "")
     if not page_id:
         raise ValueError("page has no id")
     properties = page.get("properties") or {}
