@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from django.contrib.staticfiles import finders
 
 pytestmark = pytest.mark.django_db
 
@@ -17,9 +20,11 @@ def test_page_offers_the_callers_filters_and_models(client, corpus, user):
     html = client.get("/").content.decode()
     for needle in (
         'id="question"', 'id="stop-btn"', 'value="extractive"', 'value="journal"', 'value="Aurora Fund"', 'value="Leo"',
-        'name="csrf-token"', "/rag/ask/stream",
+        'name="csrf-token"', "rag/ask.js",
     ):
         assert needle in html, needle
+    # The page's script is a static file (no inline script under the Content-Security-Policy).
+    assert "/rag/ask/stream" in Path(finders.find("rag/ask.js")).read_text()
     assert "secret" not in html and "Mirela" not in html and "Okafor" not in html
 
 
