@@ -1,0 +1,144 @@
+"""Uploads of any size up to the limit, and files that cannot take the server down (issue 25).
+
+Real files built in code (tests/ingestion/bombs.py), the real multipart parser and upload
+handlers (files above Django's 2.5 MB in-memory threshold go to disk, where the old bug lived),
+the real extraction child process, database and local embedding model.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import RequestFactory
+
+from ingestion.apis import FilesIngestApi
+from ingestion.extraction import extract_file
+from ingestion.models import IngestedDocument, StoredFile
+from ingestion.sources.files import FileExtractError
+from rag.models import Chunk
+from tests.ingestion.bombs import (
+    docx_paragraph_bomb,
+    docx_paragraph_bomb_large,
+    docx_text_node_bomb,
+    large_html_bytes,
+    large_pdf_bytes,
+)
+from tests.ingestion.conftest import search_ids
+from tests.ingestion.factories import docx_bytes
+
+URL = "/ingest/files"
+MB = 1024 * 1024
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    settings.KNOWHUB_MEDIA_ROOT = tmp_path / "media"
+    return settings.KNOWHUB_MEDIA_ROOT
+
+
+@pytest.fixture
+def staff_client(api_client, staff_user):
+    api_client.force_authenticate(staff_user)
+    return api_client
+
+
+def _upload(client, *files):
+    return client.post(URL, {"files": [SimpleUploadedFile(n, c) for n, c in files]}, format="multipart")
+
+
+@pytest.mark.django_db
+def test_files_above_the_memory_threshold_ingest_and_are_searchable(staff_client, local_embedder, settings):
+    assert settings.FILE_UPLOAD_MAX_MEMORY_SIZE < 3 * MB  # these go through the on-disk path
+    pdf = large_pdf_bytes(3 * MB)
+    html = large_html_bytes(20 * MB)
+    limit = large_html_bytes(settings.KNOWHUB_INGEST_MAX_FILE_BYTES, fact="The limit page mentions heron ponds.")
+    assert len(pdf) > 3 * MB and len(limit) == 25 * MB
+    for name, data in (("audit.pdf", pdf), ("cafeteria.html", html), ("limit.html", limit)):
+        response = _upload(staff_client, (name, data))
+        assert response.status_code == 200, response.content[:500]
+        (outcome,) = response.json()["files"]
+        assert (outcome["status"], outcome["error"]) == ("indexed", ""), outcome
+        assert StoredFile.objects.get(sha256=outcome["sha256"]).size == len(data)
+    assert "audit.pdf" in search_ids("how many open issues did the quarterly audit find", embedder=local_embedder)
+    assert "cafeteria.html" in search_ids("lentil soup thursdays", embedder=local_embedder)
+    assert "limit.html" in search_ids("heron ponds", embedder=local_embedder)
+
+
+@pytest.mark.django_db
+def test_one_byte_over_the_limit_is_413_json_naming_the_limit(staff_client, settings, media):
+    data = large_html_bytes(settings.KNOWHUB_INGEST_MAX_FILE_BYTES + 1)
+    response = _upload(staff_client, ("big.html", data))
+    assert response.status_code == 413
+    body = response.json()
+    assert body["error"] == "too_large"
+    assert str(settings.KNOWHUB_INGEST_MAX_FILE_BYTES) in body["detail"] and "25 MB" in body["detail"]
+    assert not StoredFile.objects.exists() and not Chunk.objects.exists()
+    assert not media.exists() or not any(media.rglob("*"))
+
+
+@pytest.mark.django_db
+def test_without_content_length_the_body_is_not_read_past_the_limit(staff_user, settings):
+    """A chunked request (no Content-Length) is never read into a file: refused, nothing stored."""
+    factory = RequestFactory()
+    data = large_html_bytes(settings.KNOWHUB_INGEST_MAX_FILE_BYTES + 1)
+    request = factory.post(URL, {"files": SimpleUploadedFile("big.html", data)})
+    del request.META["CONTENT_LENGTH"]
+    request.META["HTTP_TRANSFER_ENCODING"] = "chunked"
+    request.user = staff_user
+    request._dont_enforce_csrf_checks = True
+    from rest_framework.test import force_authenticate
+
+    force_authenticate(request, user=staff_user)
+    response = FilesIngestApi.as_view()(request)
+    assert response.status_code in (400, 413), response.data
+    assert not StoredFile.objects.exists() and not Chunk.objects.exists()
+
+
+@pytest.mark.django_db
+def test_docx_bombs_are_refused_per_file_and_the_batch_goes_on(staff_client, local_embedder, media):
+    good = docx_bytes([("h1", "Parking"), ("p", "Visitors park on level minus two.")])
+    response = _upload(
+        staff_client,
+        ("text-node.docx", docx_text_node_bomb()),
+        ("paragraphs.docx", docx_paragraph_bomb()),
+        ("paragraphs-large.docx", docx_paragraph_bomb_large()),
+        ("parking.docx", good),
+    )
+    assert response.status_code == 200, response.content[:500]
+    files = {f["name"]: f for f in response.json()["files"]}
+    assert files["parking.docx"]["status"] == "indexed"
+    for name in ("text-node.docx", "paragraphs.docx", "paragraphs-large.docx"):
+        assert files[name]["status"] == "failed"
+        assert "decompression bomb" in files[name]["error"], files[name]
+        assert not StoredFile.objects.filter(sha256=files[name]["sha256"]).exists()
+        assert not Chunk.objects.filter(source_id=name).exists()
+        assert not IngestedDocument.objects.filter(source_id=name).exists()
+    assert response.json()["failed"] == 3
+
+
+def test_the_wall_clock_bound_stops_a_slow_file(settings, tmp_path):
+    settings.KNOWHUB_EXTRACT_MAX_ZIP_RATIO = 1e9  # let the bomb past the zip check: the clock must stop it
+    settings.KNOWHUB_EXTRACT_TIMEOUT_S = 3
+    path = tmp_path / "slow.docx"
+    path.write_bytes(docx_paragraph_bomb())
+    with pytest.raises(FileExtractError, match="longer than 3 s"):
+        extract_file(path, name="slow.docx")
+
+
+def test_the_memory_bound_stops_a_hungry_file(settings, tmp_path):
+    settings.KNOWHUB_EXTRACT_MAX_ZIP_RATIO = 1e9  # past the zip check: the memory limit must stop it
+    settings.KNOWHUB_EXTRACT_MEMORY_BYTES = 400 * MB
+    settings.KNOWHUB_EXTRACT_TIMEOUT_S = 120
+    path = tmp_path / "hungry.docx"
+    path.write_bytes(docx_paragraph_bomb_large())
+    with pytest.raises(FileExtractError, match="more than 400 MB"):
+        extract_file(path, name="hungry.docx")
+
+
+def test_a_text_node_too_long_is_a_clear_error_not_a_crash(settings, tmp_path):
+    settings.KNOWHUB_EXTRACT_MAX_ZIP_RATIO = 1e9
+    settings.KNOWHUB_EXTRACT_MAX_UNZIPPED_BYTES = 10**10
+    path = tmp_path / "node.docx"
+    path.write_bytes(docx_text_node_bomb())
+    with pytest.raises(FileExtractError, match="DOCX"):
+        extract_file(path, name="node.docx")
