@@ -106,6 +106,7 @@ class SourceRowSerializer(CitationSerializer):  # a citation's fields first, the
         child=serializers.CharField(), help_text="The retrieved chunks of this document."
     )
     snippet = serializers.CharField(help_text="Plain text (no markdown) of the best chunk.")
+    ocr = serializers.BooleanField(required=False, help_text="Some of its text was read by OCR (a scanned page).")
     cited = serializers.BooleanField()
     chunks = serializers.ListField(child=serializers.DictField())
 
