@@ -184,9 +184,8 @@ def files_ingest(
         documents: list[tuple[Upload, FileOutcome, SourceDocument]] = []
         for upload in uploads:
             sha = sha256_of(upload.path)
-            outcome = FileOutcome(
-                name=upload.name, source_id=source_prefix + _upload_source_id(upload.name), sha256=sha, status="failed"
-            )
+            source_id = (source_prefix + _upload_source_id(upload.name))[:300]
+            outcome = FileOutcome(name=upload.name, source_id=source_id, sha256=sha, status="failed")
             result.files.append(outcome)
             try:
                 doc = document_from_extracted(

@@ -325,6 +325,7 @@
     const model = fd.get("model"); if (model) body.model = model;
     if (conversationId) body.conversation_id = conversationId;
     if (opts.ignore && opts.ignore.length) body.ignore_filters = opts.ignore;
+    if (window.knowhubFiles) Object.assign(body, window.knowhubFiles.askFields());  // attached files (files.js)
 
     const { turn, state } = newTurn(query);
     state.ignored = opts.ignore || [];
