@@ -33,7 +33,8 @@ const dt = new DataTransfer();
 dt.items.add(new File([bytes], name, { type: "application/pdf" }));
 document.body.dispatchEvent(new DragEvent("dragenter", { dataTransfer: dt, bubbles: true }));
 window.__overlayShown = !document.getElementById("drop-overlay").hidden;
-document.getElementById("thread").dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+const drop = new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true });
+document.getElementById("thread").dispatchEvent(drop);
 """
 
 
