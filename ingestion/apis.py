@@ -287,6 +287,7 @@ class FilesIngestApi(APIView):
         responses={
             200: OpenApiResponse(description="The run's counts and one entry per file (indexed or failed, why)."),
             400: OpenApiResponse(description="No files, unsupported type, unknown project; nothing stored."),
+            411: OpenApiResponse(description="No Content-Length (a chunked upload); nothing read or stored."),
             413: OpenApiResponse(description="A file or the request is too large; nothing stored."),
         },
     )
@@ -327,8 +328,13 @@ class FilesIngestApi(APIView):
 
 
 def request_too_large(request) -> Response | None:
-    """413 when the declared body could not fit the allowed files (checked before it is read)."""
+    """413 when the declared body could not fit the allowed files, 411 when no length is declared
+    (chunked): both answered before a byte of the body is read."""
     max_bytes, max_files = settings.KNOWHUB_INGEST_MAX_FILE_BYTES, settings.KNOWHUB_INGEST_MAX_FILES
+    if not request.META.get("CONTENT_LENGTH") and request.META.get("HTTP_TRANSFER_ENCODING"):
+        # Django reads a body without Content-Length as empty: say so rather than "no files".
+        return _error("length_required", f"send the upload with a Content-Length (files of at most {max_bytes} "
+                      "bytes); chunked uploads are not read", status.HTTP_411_LENGTH_REQUIRED)  # fmt: skip
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:

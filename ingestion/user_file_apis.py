@@ -76,6 +76,7 @@ class UserFilesApi(APIView):
         responses={
             200: OpenApiResponse(description="One entry per file (indexed or failed, why), and your files now."),
             400: OpenApiResponse(description="No files or an unsupported type; nothing stored."),
+            411: OpenApiResponse(description="No Content-Length (a chunked upload); nothing read or stored."),
             413: OpenApiResponse(description="A file or the request is too large, or over your quota; nothing stored."),
         },
     )

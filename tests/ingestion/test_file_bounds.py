@@ -142,3 +142,78 @@ def test_a_text_node_too_long_is_a_clear_error_not_a_crash(settings, tmp_path):
     path.write_bytes(docx_text_node_bomb())
     with pytest.raises(FileExtractError, match="DOCX"):
         extract_file(path, name="node.docx")
+
+
+# --- the production server (gunicorn), as a client without Content-Length meets it ---------------
+
+
+@pytest.fixture
+def gunicorn(transactional_db, tmp_path, settings):
+    """gunicorn serving knowhub on a loopback port against this test's database."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from django.db import connection
+
+    db = connection.settings_dict
+    port = 8141
+    socket_dir = (db.get("OPTIONS") or {}).get("host")  # the embedded server listens on a socket
+    where = f"@/{db['NAME']}?host={socket_dir}" if socket_dir else f"@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    env = {
+        **os.environ, "DATABASE_URL": f"postgresql://{db['USER']}:{db['PASSWORD']}{where}",
+        "KNOWHUB_MEDIA_ROOT": str(tmp_path / "media"), "OMP_NUM_THREADS": "1",
+    }  # fmt: skip
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gunicorn"), "knowhub.wsgi:application", "--bind", f"127.0.0.1:{port}",
+         "--workers", "1", "--threads", "2", "--timeout", "120"],
+        cwd=str(settings.BASE_DIR), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if proc.poll() is not None:
+                pytest.fail(f"gunicorn did not start: {proc.stderr.read().decode()[-2000:]}")
+            time.sleep(0.3)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def _raw_upload(port: int, token: str, data: bytes, *, chunked: bool) -> tuple[int, dict]:
+    import http.client
+    import json
+
+    boundary = "knowhub-boundary-7"
+    head = (f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="big.html"\r\n'
+            "Content-Type: text/html\r\n\r\n").encode()  # fmt: skip
+    body = head + data + f"\r\n--{boundary}--\r\n".encode()
+    headers = {"Authorization": f"Token {token}", "Content-Type": f"multipart/form-data; boundary={boundary}",
+               "X-Forwarded-Proto": "https"}  # fmt: skip
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    if chunked:
+        pieces = (body[i : i + 65536] for i in range(0, len(body), 65536))
+        conn.request("POST", URL, body=pieces, headers=headers, encode_chunked=True)
+    else:
+        conn.request("POST", URL, body=body, headers=headers)
+    response = conn.getresponse()
+    return response.status, json.loads(response.read() or b"{}")
+
+
+def test_gunicorn_refuses_oversized_and_unmeasured_uploads_with_json(gunicorn, staff_user, settings):
+    from rest_framework.authtoken.models import Token
+
+    token = Token.objects.create(user=staff_user).key
+    over = large_html_bytes(settings.KNOWHUB_INGEST_MAX_FILE_BYTES + 1)
+    status, body = _raw_upload(gunicorn, token, over, chunked=True)
+    assert status == 411 and body["error"] == "length_required", body
+    status, body = _raw_upload(gunicorn, token, over, chunked=False)
+    assert status == 413 and "25 MB" in body["detail"], body
+    assert not StoredFile.objects.exists() and not Chunk.objects.exists()
