@@ -282,6 +282,10 @@ class FilesIngestApi(APIView):
         tags = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list)
         dry_run = serializers.BooleanField(required=False, default=False)
 
+    def initialize_request(self, request, *args, **kwargs):
+        use_disk_uploads(request)  # before DRF's CSRF check reads the body
+        return super().initialize_request(request, *args, **kwargs)
+
     @extend_schema(
         request={"multipart/form-data": InputSerializer},
         responses={
@@ -291,10 +295,6 @@ class FilesIngestApi(APIView):
             413: OpenApiResponse(description="A file or the request is too large; nothing stored."),
         },
     )
-    def initialize_request(self, request, *args, **kwargs):
-        use_disk_uploads(request)  # before DRF's CSRF check reads the body
-        return super().initialize_request(request, *args, **kwargs)
-
     def post(self, request):
         refused = request_too_large(request)
         if refused is not None:
