@@ -160,6 +160,19 @@ def _upload_source_id(name: str) -> str:
     return base[:300] or "upload"
 
 
+def _check_length(doc: SourceDocument) -> None:
+    """An upload is indexed while its sender waits: text beyond what the posted-documents API takes
+    (``KNOWHUB_INGEST_MAX_CHARS``) is refused with the figure, rather than embedded for minutes."""
+    from ingestion.sources.files import FileExtractError
+
+    chars, limit = sum(len(u.content) for u in doc.units), settings.KNOWHUB_INGEST_MAX_CHARS
+    if chars > limit:
+        raise FileExtractError(
+            f"the file holds {chars} characters of text, more than {limit} (KNOWHUB_INGEST_MAX_CHARS) for an upload: "
+            "split it, or index it with manage.py ingest_documents"
+        )
+
+
 def files_ingest(
     *, uploads: list[Upload], collection: str = "documents", project: str | None = None, visibility: str = "public",
     owner_hash: str = "", date: dt.date | None = None, entity: str = "", people: Iterable[str] = (),
@@ -194,6 +207,7 @@ def files_ingest(
                     download_url=download_url(sha), date=date, entity=entity, people=people, tags=tags,
                     project=project, visibility=visibility, owner_hash=owner_hash,
                 )  # fmt: skip
+                _check_length(doc)
             except FileExtractError as exc:
                 outcome.error = str(exc)
                 recorder.fail(upload.name, str(exc))

@@ -217,3 +217,15 @@ def test_gunicorn_refuses_oversized_and_unmeasured_uploads_with_json(gunicorn, s
     status, body = _raw_upload(gunicorn, token, over, chunked=False)
     assert status == 413 and "25 MB" in body["detail"], body
     assert not StoredFile.objects.exists() and not Chunk.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_upload_with_more_text_than_the_limit_says_so(staff_client, settings):
+    settings.KNOWHUB_INGEST_MAX_CHARS = 5000
+    page = ("<html><body><main>" + "<p>Ordinary words in a long report, one paragraph after another.</p>" * 200
+            + "</main></body></html>").encode()  # fmt: skip
+    response = _upload(staff_client, ("long.html", page))
+    assert response.status_code == 200
+    (outcome,) = response.json()["files"]
+    assert outcome["status"] == "failed" and "KNOWHUB_INGEST_MAX_CHARS" in outcome["error"], outcome
+    assert not Chunk.objects.exists() and not StoredFile.objects.exists()
