@@ -123,3 +123,16 @@ def test_bad_requests_are_clear_and_store_nothing(user, api_client):
     assert response.status_code == 400 and response.json()["error"] == "unsupported"
     assert alice.post(URL, {}, format="multipart").status_code == 400
     assert not Chunk.objects.exists()
+
+
+def test_reindex_rebuilds_own_files_as_they_were(user, other_user, local_embedder):
+    from ingestion.services.reindexing import reindex
+
+    mine = _attach(_client(user), ("garden.pdf", GARDEN)).json()["files"][0]
+    before = {(c.chunk_uid, c.content_hash, c.owner_hash, c.visibility) for c in Chunk.objects.all()}
+    run = reindex(types=["documents"], embedder=local_embedder)
+    assert run.status == "done" and run.failed == 0, run.errors
+    after = {(c.chunk_uid, c.content_hash, c.owner_hash, c.visibility) for c in Chunk.objects.all()}
+    assert after == before and run.embedded == 0  # same private chunks, nothing re-embedded
+    assert _client(other_user).get(URL).json()["files"] == []
+    assert _client(user).get(URL).json()["files"][0]["source_id"] == mine["source_id"]
