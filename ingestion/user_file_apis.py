@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ingestion import services
-from ingestion.apis import _error, files_refused, request_too_large
+from ingestion.apis import files_refused, request_too_large
 from ingestion.services.user_files import (
     QuotaExceeded,
     user_file_delete,
@@ -45,6 +45,10 @@ class QuotaSerializer(serializers.Serializer):
 class UserFilesOutputSerializer(serializers.Serializer):
     files = UserFileSerializer(many=True)
     quota = QuotaSerializer()
+
+
+def _error(code: str, detail: str, http_status: int) -> Response:
+    return Response({"error": code, "detail": detail}, status=http_status)
 
 
 def _listing(user) -> dict:

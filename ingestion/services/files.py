@@ -32,7 +32,7 @@ from rag.units import SourceDocument
 logger = logging.getLogger(__name__)
 
 
-def _media_path(sha256: str) -> Path:
+def media_path(sha256: str) -> Path:
     return Path(settings.KNOWHUB_MEDIA_ROOT) / "files" / sha256[:2] / sha256
 
 
@@ -52,7 +52,7 @@ def store_original(*, path: Path, name: str, content_type: str, sha256: str = ""
     """Keep a file (once per content) and its row; copied block by block, atomically (temp + rename)."""
     sha = sha256 or sha256_of(path)
     size = Path(path).stat().st_size
-    target = _media_path(sha)
+    target = media_path(sha)
     if not target.exists() or target.stat().st_size != size:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".upload-")
@@ -70,7 +70,7 @@ def store_original(*, path: Path, name: str, content_type: str, sha256: str = ""
 
 
 def original_path(sha256: str) -> Path | None:
-    path = _media_path(sha256)
+    path = media_path(sha256)
     return path if path.exists() else None
 
 
@@ -101,7 +101,7 @@ def file_for_download(*, sha256: str, scope: Scope) -> Downloadable | None:
         if cursor.fetchone() is None:
             return None
     stored = StoredFile.objects.filter(sha256=sha256).first()
-    path = _media_path(sha256)
+    path = media_path(sha256)
     if stored is None or not path.exists():
         return None
     return Downloadable(file=stored, path=path)
@@ -154,7 +154,7 @@ class FilesResult:
     files: list[FileOutcome] = field(default_factory=list)
 
 
-def _upload_source_id(name: str) -> str:
+def upload_source_id(name: str) -> str:
     """Uploads are keyed by file name: uploading a new version of ``handbook.pdf`` replaces it."""
     base = name.replace("\\", "/").rsplit("/", 1)[-1].strip()
     return base[:300] or "upload"
@@ -197,7 +197,7 @@ def files_ingest(
         documents: list[tuple[Upload, FileOutcome, SourceDocument]] = []
         for upload in uploads:
             sha = sha256_of(upload.path)
-            source_id = (source_prefix + _upload_source_id(upload.name))[:300]
+            source_id = (source_prefix + upload_source_id(upload.name))[:300]
             outcome = FileOutcome(name=upload.name, source_id=source_id, sha256=sha, status="failed")
             result.files.append(outcome)
             try:
@@ -250,7 +250,7 @@ def document_from_stored_file(stored: dict) -> SourceDocument:
         raise ValueError(f"the stored original of {info['name']} is missing from KNOWHUB_MEDIA_ROOT")
     return document_from_extracted(
         extract_file(path, name=info["name"]), name=info["name"], sha256=info["sha256"], size=path.stat().st_size,
-        source_id=info.get("source_id") or _upload_source_id(info["name"]),
+        source_id=info.get("source_id") or upload_source_id(info["name"]),
         collection=stored.get("collection") or "documents", download_url=download_url(info["sha256"]),
         date=stored.get("date"), entity=stored.get("entity") or "", people=stored.get("people") or (),
         tags=stored.get("tags") or (), project=stored.get("project"), visibility=stored.get("visibility") or "public",

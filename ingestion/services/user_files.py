@@ -19,10 +19,10 @@ from ingestion.services.core import IngestError
 from ingestion.services.files import (
     FilesResult,
     Upload,
-    _media_path,
-    _upload_source_id,
     download_url,
     files_ingest,
+    media_path,
+    upload_source_id,
 )
 from rag.acl import user_hash
 from rag.models import Chunk
@@ -112,7 +112,7 @@ def user_files_upload(*, user, uploads: list[Upload]) -> FilesResult:
     owner = _owner(user)
     existing = {f.source_id: f for f in user_files_list(user=user)}
     prefix = _prefix(owner)
-    ids = {(prefix + _upload_source_id(u.name))[:300] for u in uploads}
+    ids = {(prefix + upload_source_id(u.name))[:300] for u in uploads}
     replaced = [existing[i] for i in ids if i in existing]
     count = len(existing) - len(replaced) + len(uploads)
     size = sum(f.size for f in existing.values()) - sum(f.size for f in replaced) + sum(u.size for u in uploads)
@@ -141,6 +141,6 @@ def user_file_delete(*, user, source_id: str) -> bool:
     row.delete()
     if sha and not Chunk.objects.filter(metadata__file__sha256=sha).exists():
         StoredFile.objects.filter(sha256=sha).delete()
-        path = _media_path(sha)
+        path = media_path(sha)
         transaction.on_commit(lambda: path.unlink(missing_ok=True))
     return True

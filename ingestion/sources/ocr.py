@@ -43,7 +43,8 @@ def unavailable() -> str | None:
     return None
 
 
-def _read(image_path: str) -> str:
+def read_image_file(image_path: str) -> str:
+    """The words Tesseract reads in an image file (PNG, JPEG…)."""
     import pytesseract
 
     # One thread: the extraction child is one of several on a small machine.
@@ -71,7 +72,7 @@ def image_text(data: bytes) -> str:
     with tempfile.TemporaryDirectory(prefix="knowhub-ocr-") as tmp:
         path = str(Path(tmp) / "page.png")
         page.save(path)
-        return _read(path)
+        return read_image_file(path)
 
 
 def pdf_pages(data: bytes, pages: list[int], *, dpi: int = DPI) -> dict[int, str]:
@@ -90,6 +91,6 @@ def pdf_pages(data: bytes, pages: list[int], *, dpi: int = DPI) -> dict[int, str
             png = stem.with_suffix(".png")
             if done.returncode != 0 or not png.exists():
                 continue  # a page poppler cannot draw has no words to give
-            out[number] = _read(str(png))
+            out[number] = read_image_file(str(png))
             png.unlink()
     return out

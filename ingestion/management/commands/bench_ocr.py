@@ -66,7 +66,7 @@ class Command(BaseCommand):
                 start = time.perf_counter()
                 subprocess.run(["pdftoppm", "-r", str(opts["dpi"]), "-gray", "-png", "-singlefile", "-f", str(number),
                                 "-l", str(number), str(pdf), str(stem)], check=True, capture_output=True)  # fmt: skip
-                text = ocr._read(str(stem.with_suffix(".png")))
+                text = ocr.read_image_file(str(stem.with_suffix(".png")))
                 seconds += time.perf_counter() - start
                 h, t = recall(words(reference), words(text))
                 hit, total = hit + h, total + t
