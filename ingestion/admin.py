@@ -355,6 +355,17 @@ class IngestedDocumentAdmin(admin.ModelAdmin):
     list_filter = ["collection", "source_type"]
     search_fields = ["source_id"]
     readonly_fields = [f.name for f in IngestedDocument._meta.fields]
+    change_list_template = "admin/ingestion/ingesteddocument/change_list.html"
+
+    def get_urls(self):
+        from ingestion.admin_files import upload_files_view
+
+        def upload(request):
+            return upload_files_view(self, request)
+
+        upload.csrf_exempt = True  # upload_files_view checks CSRF itself, after choosing upload handlers
+        view = self.admin_site.admin_view(upload)
+        return [path("upload/", view, name="ingestion_ingesteddocument_upload"), *super().get_urls()]
 
 
 class SourceSettingForm(forms.ModelForm):

@@ -24,6 +24,7 @@ from rest_framework.views import APIView
 
 from ingestion import services
 from ingestion.models import IngestRun
+from ingestion.uploads import uploads_on_disk, use_disk_uploads
 from knowhub.api import BadRequest, StrictSerializerMixin
 from knowhub.parsers import unstorable_text
 from knowhub.schema import ANY_TEXT, NON_BLANK_TEXT
@@ -277,7 +278,10 @@ class DocumentsIngestApi(APIView):
 
 
 class FilesIngestApi(APIView):
-    """Upload PDF, DOCX, HTML or PPTX files (multipart, field ``files``, repeatable); staff only.
+    """Upload PDF, DOCX, HTML, PPTX, PNG or JPEG files (multipart, field ``files``, repeatable); staff only.
+
+    Files are streamed to disk; each is read in a bounded child process (time, memory, zip
+    checks), and images and scanned PDF pages are read by OCR.
 
     The request as a whole is checked first (files present, count, size, type, project): any
     problem there is a 4xx and nothing is stored. A file that then cannot give text (encrypted,
@@ -301,56 +305,87 @@ class FilesIngestApi(APIView):
         tags = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list)
         dry_run = serializers.BooleanField(required=False, default=False)
 
+    def initialize_request(self, request, *args, **kwargs):
+        use_disk_uploads(request)  # before DRF's CSRF check reads the body
+        return super().initialize_request(request, *args, **kwargs)
+
     @extend_schema(
         request={"multipart/form-data": InputSerializer},
         responses={
             200: OpenApiResponse(description="The run's counts and one entry per file (indexed or failed, why)."),
             400: OpenApiResponse(description="No files, unsupported type, unknown project; nothing stored."),
+            411: OpenApiResponse(description="No Content-Length (a chunked upload); nothing read or stored."),
             413: OpenApiResponse(description="A file or the request is too large; nothing stored."),
         },
     )
     def post(self, request):
-        from ingestion.sources.files import FILE_TYPES, suffix_of
-
-        max_bytes, max_files = settings.KNOWHUB_INGEST_MAX_FILE_BYTES, settings.KNOWHUB_INGEST_MAX_FILES
-        try:
-            declared = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            declared = 0
-        if declared > max_bytes * max_files + 1024 * 1024:
-            return _error("too_large", f"request larger than {max_files} files of {max_bytes} bytes",
-                          status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)  # fmt: skip
-        data = request.data.copy()
+        refused = request_too_large(request)
+        if refused is not None:
+            return refused
         files = request.FILES.getlist("files")
+        # No copy of request.data: a QueryDict copy deep-copies the files held open on disk.
+        data = request.data
         payload = {k: data.getlist(k) if k in ("people", "tags") else data.get(k) for k in data if k != "files"}
         payload["files"] = files
         serializer = self.InputSerializer(data=payload)
         serializer.is_valid(raise_exception=True)
         v = serializer.validated_data
-        if len(files) > max_files:
-            return _error("too_many", f"at most {max_files} files per request", status.HTTP_400_BAD_REQUEST)
-        for f in files:
-            if f.size > max_bytes:
-                return _error("too_large", f"{f.name}: {f.size} bytes; at most {max_bytes} per file",
-                              status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)  # fmt: skip
-            if suffix_of(f.name) not in FILE_TYPES:
-                return _error("unsupported", f"{f.name}: expected one of {', '.join(sorted(FILE_TYPES))}",
-                              status.HTTP_400_BAD_REQUEST)  # fmt: skip
+        refused = files_refused(files)
+        if refused is not None:
+            return refused
         if v["visibility"] == "restricted" and not v["project"]:
             return _error("invalid", "restricted files need a project", status.HTTP_400_BAD_REQUEST)
         if v["visibility"] != "restricted" and v["project"]:
             return _error("invalid", "a project is only used with visibility 'restricted'", status.HTTP_400_BAD_REQUEST)
-        uploads = [services.Upload(name=f.name, data=f.read()) for f in files]
         try:
-            result = services.files_ingest(
-                uploads=uploads, collection=v["collection"], project=v["project"], visibility=v["visibility"],
-                owner_hash=user_hash(request.user.pk) if v["visibility"] == "private" else "", date=v["date"],
-                entity=v["entity"], people=v["people"], tags=v["tags"], user=request.user, dry_run=v["dry_run"],
-            )  # fmt: skip
+            with uploads_on_disk(files) as uploads:
+                result = services.files_ingest(
+                    uploads=uploads, collection=v["collection"], project=v["project"], visibility=v["visibility"],
+                    owner_hash=user_hash(request.user.pk) if v["visibility"] == "private" else "", date=v["date"],
+                    entity=v["entity"], people=v["people"], tags=v["tags"], user=request.user, dry_run=v["dry_run"],
+                )  # fmt: skip
         except services.IngestError as exc:
             return _error("invalid", str(exc), status.HTTP_400_BAD_REQUEST)
         body = {**RunOutputSerializer(result.run).data, "files": [f.as_dict() for f in result.files]}
         return Response(body, status=status.HTTP_200_OK)
+
+
+def request_too_large(request) -> Response | None:
+    """413 when the declared body could not fit the allowed files, 411 when no length is declared
+    (chunked): both answered before a byte of the body is read."""
+    max_bytes, max_files = settings.KNOWHUB_INGEST_MAX_FILE_BYTES, settings.KNOWHUB_INGEST_MAX_FILES
+    if not request.META.get("CONTENT_LENGTH") and request.META.get("HTTP_TRANSFER_ENCODING"):
+        # Django reads a body without Content-Length as empty: say so rather than "no files".
+        return _error("length_required", f"send the upload with a Content-Length (files of at most {max_bytes} "
+                      "bytes); chunked uploads are not read", status.HTTP_411_LENGTH_REQUIRED)  # fmt: skip
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > max_bytes * max_files + 1024 * 1024:
+        return _error("too_large", f"request larger than {max_files} files of {max_bytes} bytes",
+                      status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)  # fmt: skip
+    return None
+
+
+def files_refused(files, *, max_files: int | None = None) -> Response | None:
+    """The checks every upload passes before anything is read: count, size, type."""
+    from ingestion.sources.files import FILE_TYPES, suffix_of
+
+    max_bytes = settings.KNOWHUB_INGEST_MAX_FILE_BYTES
+    max_files = max_files or settings.KNOWHUB_INGEST_MAX_FILES
+    if not files:
+        return _error("no_files", "no files were sent (multipart field 'files')", status.HTTP_400_BAD_REQUEST)
+    if len(files) > max_files:
+        return _error("too_many", f"at most {max_files} files per request", status.HTTP_400_BAD_REQUEST)
+    for f in files:
+        if f.size > max_bytes:
+            limit = f"at most {max_bytes} bytes ({max_bytes / (1024 * 1024):g} MB) per file"
+            return _error("too_large", f"{f.name}: {f.size} bytes; {limit}", status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        if suffix_of(f.name) not in FILE_TYPES:
+            return _error("unsupported", f"{f.name}: expected one of {', '.join(sorted(FILE_TYPES))}",
+                          status.HTTP_400_BAD_REQUEST)  # fmt: skip
+    return None
 
 
 class FileDownloadApi(APIView):

@@ -509,3 +509,17 @@ MIDDLEWARE.insert(0, "corsheaders.middleware.CorsMiddleware")
 
 # JWT bearer tokens for the API, beside DRF's tokens and sessions.
 REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"].insert(1, "identity.authentication.JWTAuthentication")
+# --- Files: bounded extraction, OCR, a person's own files (issue 25) ---------------------------
+# Every uploaded/folder file is read in a child process with these bounds; a file past one gets a
+# clear error in its batch and nothing of it is stored. Zip members (DOCX/PPTX) are checked before
+# parsing: unpacked total, and packing ratio of members over 1 MB.
+KNOWHUB_EXTRACT_TIMEOUT_S = env.float("KNOWHUB_EXTRACT_TIMEOUT_S", default=60.0)
+KNOWHUB_EXTRACT_MEMORY_BYTES = env.int("KNOWHUB_EXTRACT_MEMORY_BYTES", default=1536 * 1024 * 1024)
+KNOWHUB_EXTRACT_MAX_UNZIPPED_BYTES = env.int("KNOWHUB_EXTRACT_MAX_UNZIPPED_BYTES", default=200 * 1024 * 1024)
+KNOWHUB_EXTRACT_MAX_ZIP_RATIO = env.float("KNOWHUB_EXTRACT_MAX_ZIP_RATIO", default=100.0)
+# OCR (Tesseract) of PDF pages without a text layer and of PNG/JPEG uploads.
+KNOWHUB_OCR_ENABLED = env.bool("KNOWHUB_OCR_ENABLED", default=True)
+KNOWHUB_OCR_MAX_PAGES = env.int("KNOWHUB_OCR_MAX_PAGES", default=200)
+# Files a signed-in person attaches on the ask page (private to them): how many, how many bytes.
+KNOWHUB_USER_FILES_MAX_COUNT = env.int("KNOWHUB_USER_FILES_MAX_COUNT", default=20)
+KNOWHUB_USER_FILES_MAX_BYTES = env.int("KNOWHUB_USER_FILES_MAX_BYTES", default=100 * 1024 * 1024)

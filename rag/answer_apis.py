@@ -65,6 +65,10 @@ class AskInputSerializer(StrictSerializerMixin, serializers.Serializer):
     entity = serializers.CharField(required=False, allow_blank=True, max_length=200)
     people = serializers.ListField(child=serializers.CharField(max_length=200), required=False, max_length=20)
     tags = serializers.ListField(child=serializers.CharField(max_length=200), required=False, max_length=20)
+    source_ids = serializers.ListField(
+        child=serializers.CharField(max_length=300), required=False, max_length=20,
+        help_text="Only these documents (source ids), e.g. files you attached (GET /ingest/my-files).",
+    )  # fmt: skip
     model = serializers.CharField(
         required=False, allow_blank=True, max_length=200, help_text="A model id of GET /rag/facets 'models'."
     )
@@ -106,6 +110,7 @@ class SourceRowSerializer(CitationSerializer):  # a citation's fields first, the
         child=serializers.CharField(), help_text="The retrieved chunks of this document."
     )
     snippet = serializers.CharField(help_text="Plain text (no markdown) of the best chunk.")
+    ocr = serializers.BooleanField(required=False, help_text="Some of its text was read by OCR (a scanned page).")
     cited = serializers.BooleanField()
     chunks = serializers.ListField(child=serializers.DictField())
 
@@ -157,6 +162,7 @@ def _start(request, data: dict) -> Iterator[AskEvent]:
         entity=data.get("entity") or None,
         people=data.get("people") or [],
         tags=data.get("tags") or [],
+        source_ids=data.get("source_ids") or [],
         date_from=data.get("date_from"),
         date_to=data.get("date_to"),
     )

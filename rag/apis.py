@@ -82,6 +82,10 @@ class QueryApi(APIView):
         date_from = serializers.DateField(required=False)
         date_to = serializers.DateField(required=False)
         source_type = serializers.CharField(max_length=100, required=False)
+        source_ids = serializers.ListField(
+            child=serializers.CharField(max_length=300), required=False, max_length=MAX_LIST_ITEMS,
+            help_text="Only these documents (source ids), e.g. your own files (GET /ingest/my-files).",
+        )  # fmt: skip
         people = _tag_list()
         tags = _tag_list()
         entity = serializers.CharField(max_length=200, required=False)

@@ -22,12 +22,13 @@ from rag.search import filter_sql as search_filter_sql
 
 HISTORY_LIMIT = 100
 
-# Links a page may open. Anything else (``javascript:``, ``data:``…) is not offered as a link.
-_SAFE_URL = re.compile(r"^(?:https?://|logseq://|notion://)[^\s]+$", re.I)
+# Links a page may open. Anything else (``javascript:``, ``data:``…) is not offered as a link. A
+# path on this site (an uploaded file's download) is safe too; ``//host`` is not a path.
+_SAFE_URL = re.compile(r"^(?:https?://|logseq://|notion://)[^\s]+$|^/(?![/\\])[^\s]*$", re.I)
 
 
 def safe_url(url: str | None) -> str:
-    """``url`` when it is a link worth opening (web, Notion app, Logseq app), else ""."""
+    """``url`` when it is a link worth opening (web, Notion app, Logseq app, this site), else ""."""
     url = (url or "").strip()
     return url if _SAFE_URL.match(url) else ""
 
@@ -44,6 +45,7 @@ class DocumentChunk:
     date: object
     updated_at: object
     cited: bool = False
+    ocr: bool = False  # its text was read by OCR from a scanned page
 
 
 @dataclass
@@ -90,6 +92,7 @@ def document_for_chunk(*, scope: Scope, chunk_uid: str) -> Document | None:
         DocumentChunk(
             chunk_uid=r[0], unit_anchor=r[1], chunk_idx=r[2], title=r[3], breadcrumb=r[4], content=r[5],
             url=r[6], date=r[7], updated_at=r[8], cited=r[0] == chunk_uid,
+            ocr=bool(r[10] and json.loads(r[10]).get("ocr")),
         )
         for r in rows
     ]  # fmt: skip

@@ -49,13 +49,26 @@ def document_page(request, chunk_uid: str):
         request,
         "rag/document.html",
         {
-            "doc": doc, "original_url": doc.url, "original_label": _original_label(doc.url),
-            "properties": _properties(doc.metadata),
+            "doc": doc, "original_url": doc.url, "original_label": _original_label(doc.url, doc.metadata),
+            "properties": _properties(doc.metadata), "file": _file(doc.metadata),
+            "ocr": any(c.ocr for c in doc.chunks),
         },
     )
 
 
-def _original_label(url: str) -> str:
+def _file(metadata: dict) -> dict | None:
+    """An uploaded file's name and size, for its download link."""
+    info = (metadata or {}).get("file")
+    if not isinstance(info, dict) or not info.get("name"):
+        return None
+    size = int(info.get("size") or 0)
+    human = f"{size / (1024 * 1024):.1f} MB" if size >= 1024 * 1024 else f"{max(size // 1024, 1)} KB"
+    return {"name": str(info["name"]), "size": human}
+
+
+def _original_label(url: str, metadata: dict | None = None) -> str:
+    if _file(metadata or {}) and url.startswith("/"):
+        return "Download the original"
     if url.startswith("logseq://"):
         return "Open in Logseq"
     if url.startswith("notion://") or "notion.so/" in url:

@@ -149,18 +149,20 @@ def _first_heading(text: str) -> str:
 
 def _file_candidate(path: Path, source_id: str, options: dict, *, store: bool) -> Candidate:
     """A PDF / DOCX / HTML / PPTX file → a candidate; its original is kept for download."""
-    from ingestion.services.files import download_url, store_original
-    from ingestion.sources.files import FILE_TYPES, FileExtractError, file_sha256, file_to_document
+    from ingestion.extraction import extract_file
+    from ingestion.services.files import download_url, sha256_of, store_original
+    from ingestion.sources.files import FILE_TYPES, FileExtractError, document_from_extracted
 
     try:
-        data = path.read_bytes()
+        sha = sha256_of(path)
+        size = path.stat().st_size
     except OSError as exc:
         return Candidate(label=source_id, fingerprint="", error=str(exc))
-    sha = file_sha256(data)
     fingerprint = hashlib.sha256((sha + json.dumps(options, sort_keys=True, default=str)).encode()).hexdigest()
     try:
-        doc = file_to_document(
-            data=data, name=path.name, source_id=source_id, collection=options.get("collection") or "documents",
+        doc = document_from_extracted(
+            extract_file(path, name=path.name), name=path.name, sha256=sha, size=size, source_id=source_id,
+            collection=options.get("collection") or "documents",
             download_url=download_url(sha), date=options.get("date") or None, entity=options.get("entity") or "",
             people=options.get("people") or (), tags=options.get("tags") or (), project=options.get("project"),
             visibility=options.get("visibility") or "public",
@@ -168,7 +170,7 @@ def _file_candidate(path: Path, source_id: str, options: dict, *, store: bool) -
     except (FileExtractError, ValueError) as exc:
         return Candidate(label=source_id, fingerprint=fingerprint, error=f"{path.name}: {exc}")
     if store:
-        store_original(data=data, name=path.name, content_type=FILE_TYPES[path.suffix.lower()])
+        store_original(path=path, name=path.name, content_type=FILE_TYPES[path.suffix.lower()], sha256=sha)
     modified = dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC)
     return Candidate(label=source_id, fingerprint=fingerprint, document=doc, modified=modified)
 

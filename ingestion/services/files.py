@@ -1,4 +1,9 @@
-"""Files (PDF, DOCX, HTML, PPTX): uploads and folder files → chunks, originals kept for download."""
+"""Files (PDF, DOCX, HTML, PPTX, PNG/JPEG): uploads and folder files → chunks, originals kept for download.
+
+Files travel as paths, never as bytes in the web process: the upload is a temporary file, its
+hash is read in blocks, its text comes from the bounded extraction child, and the kept original
+is a copy of the file on disk.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -26,7 +32,7 @@ from rag.units import SourceDocument
 logger = logging.getLogger(__name__)
 
 
-def _media_path(sha256: str) -> Path:
+def media_path(sha256: str) -> Path:
     return Path(settings.KNOWHUB_MEDIA_ROOT) / "files" / sha256[:2] / sha256
 
 
@@ -34,29 +40,38 @@ def download_url(sha256: str) -> str:
     return reverse("ingestion:file-download", kwargs={"sha256": sha256})
 
 
-def store_original(*, data: bytes, name: str, content_type: str) -> StoredFile:
-    """Keep a file's bytes (once per content) and its row; writing is atomic (temp + rename)."""
-    sha = hashlib.sha256(data).hexdigest()
-    path = _media_path(sha)
-    if not path.exists() or path.stat().st_size != len(data):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".upload-")
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1024 * 1024), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def store_original(*, path: Path, name: str, content_type: str, sha256: str = "") -> StoredFile:
+    """Keep a file (once per content) and its row; copied block by block, atomically (temp + rename)."""
+    sha = sha256 or sha256_of(path)
+    size = Path(path).stat().st_size
+    target = media_path(sha)
+    if not target.exists() or target.stat().st_size != size:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".upload-")
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
+            with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
+                shutil.copyfileobj(src, out, 1024 * 1024)
+            os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
     stored, _ = StoredFile.objects.update_or_create(
-        sha256=sha, defaults={"name": name.rsplit("/", 1)[-1][:500], "size": len(data), "content_type": content_type}
+        sha256=sha, defaults={"name": name.rsplit("/", 1)[-1][:500], "size": size, "content_type": content_type}
     )
     return stored
 
 
-def original_bytes(sha256: str) -> bytes | None:
-    path = _media_path(sha256)
-    return path.read_bytes() if path.exists() else None
+def original_path(sha256: str) -> Path | None:
+    path = media_path(sha256)
+    return path if path.exists() else None
 
 
 # --- reads: which originals a caller may download -----------------------------------------------
@@ -86,7 +101,7 @@ def file_for_download(*, sha256: str, scope: Scope) -> Downloadable | None:
         if cursor.fetchone() is None:
             return None
     stored = StoredFile.objects.filter(sha256=sha256).first()
-    path = _media_path(sha256)
+    path = media_path(sha256)
     if stored is None or not path.exists():
         return None
     return Downloadable(file=stored, path=path)
@@ -112,8 +127,11 @@ def chunk_file(*, chunk_uid: str, scope: Scope) -> dict | None:
 
 @dataclass
 class Upload:
+    """An uploaded file on disk (``ingestion.uploads.uploads_on_disk`` makes these)."""
+
     name: str
-    data: bytes
+    path: Path
+    size: int = 0
 
 
 @dataclass
@@ -136,26 +154,35 @@ class FilesResult:
     files: list[FileOutcome] = field(default_factory=list)
 
 
-def _upload_source_id(name: str) -> str:
+def upload_source_id(name: str) -> str:
     """Uploads are keyed by file name: uploading a new version of ``handbook.pdf`` replaces it."""
     base = name.replace("\\", "/").rsplit("/", 1)[-1].strip()
     return base[:300] or "upload"
+
+
+def _check_length(doc: SourceDocument) -> None:
+    """An upload is indexed while its sender waits: text beyond what the posted-documents API takes
+    (``KNOWHUB_INGEST_MAX_CHARS``) is refused with the figure, rather than embedded for minutes."""
+    from ingestion.sources.files import FileExtractError
+
+    chars, limit = sum(len(u.content) for u in doc.units), settings.KNOWHUB_INGEST_MAX_CHARS
+    if chars > limit:
+        raise FileExtractError(
+            f"the file holds {chars} characters of text, more than {limit} (KNOWHUB_INGEST_MAX_CHARS) for an upload: "
+            "split it, or index it with manage.py ingest_documents"
+        )
 
 
 def files_ingest(
     *, uploads: list[Upload], collection: str = "documents", project: str | None = None, visibility: str = "public",
     owner_hash: str = "", date: dt.date | None = None, entity: str = "", people: Iterable[str] = (),
     tags: Iterable[str] = (), user=None, dry_run: bool = False, embedder: Embedder | None = None,
+    source_prefix: str = "",
 ) -> FilesResult:  # fmt: skip
     """Extract, index and keep uploaded files. A file that cannot give text is reported with the
     reason and the others go on; a file is only kept once its chunks are stored."""
-    from ingestion.sources.files import (
-        FILE_TYPES,
-        FileExtractError,
-        file_sha256,
-        file_to_document,
-        suffix_of,
-    )
+    from ingestion.extraction import extract_file
+    from ingestion.sources.files import FILE_TYPES, FileExtractError, document_from_extracted, suffix_of
 
     if project and not Project.objects.filter(slug=project).exists():
         raise IngestError(f"unknown project {project!r}")
@@ -169,17 +196,18 @@ def files_ingest(
         recorder.count(total=len(uploads), sources=len(uploads))
         documents: list[tuple[Upload, FileOutcome, SourceDocument]] = []
         for upload in uploads:
-            sha = file_sha256(upload.data)
-            outcome = FileOutcome(
-                name=upload.name, source_id=_upload_source_id(upload.name), sha256=sha, status="failed"
-            )
+            sha = sha256_of(upload.path)
+            source_id = (source_prefix + upload_source_id(upload.name))[:300]
+            outcome = FileOutcome(name=upload.name, source_id=source_id, sha256=sha, status="failed")
             result.files.append(outcome)
             try:
-                doc = file_to_document(
-                    data=upload.data, name=upload.name, source_id=outcome.source_id, collection=collection,
+                doc = document_from_extracted(
+                    extract_file(upload.path, name=upload.name), name=upload.name, sha256=sha,
+                    size=upload.path.stat().st_size, source_id=outcome.source_id, collection=collection,
                     download_url=download_url(sha), date=date, entity=entity, people=people, tags=tags,
                     project=project, visibility=visibility, owner_hash=owner_hash,
                 )  # fmt: skip
+                _check_length(doc)
             except FileExtractError as exc:
                 outcome.error = str(exc)
                 recorder.fail(upload.name, str(exc))
@@ -198,10 +226,11 @@ def files_ingest(
                 outcome.status = "planned"
                 continue
             content_type = FILE_TYPES[suffix_of(upload.name)]
-            store_original(data=upload.data, name=upload.name, content_type=content_type)
+            store_original(path=upload.path, name=upload.name, content_type=content_type, sha256=outcome.sha256)
             outcome.status, outcome.url = "indexed", download_url(outcome.sha256)
             # Kept so ``reindex documents`` can rebuild the chunks from the stored original.
-            payload = {"file": {"sha256": outcome.sha256, "name": upload.name}, **options}
+            payload = {"file": {"sha256": outcome.sha256, "name": upload.name, "source_id": outcome.source_id,
+                                "size": upload.path.stat().st_size}, **options}  # fmt: skip
             IngestedDocument.objects.update_or_create(
                 collection=doc.collection, source_type=doc.source_type, source_id=doc.source_id,
                 defaults={"payload": payload,
@@ -212,14 +241,16 @@ def files_ingest(
 
 def document_from_stored_file(stored: dict) -> SourceDocument:
     """Rebuild an uploaded file's document from its ``IngestedDocument`` payload (for reindex)."""
-    from ingestion.sources.files import file_to_document
+    from ingestion.extraction import extract_file
+    from ingestion.sources.files import document_from_extracted
 
     info = stored["file"]
-    data = original_bytes(info["sha256"])
-    if data is None:
+    path = original_path(info["sha256"])
+    if path is None:
         raise ValueError(f"the stored original of {info['name']} is missing from KNOWHUB_MEDIA_ROOT")
-    return file_to_document(
-        data=data, name=info["name"], source_id=_upload_source_id(info["name"]),
+    return document_from_extracted(
+        extract_file(path, name=info["name"]), name=info["name"], sha256=info["sha256"], size=path.stat().st_size,
+        source_id=info.get("source_id") or upload_source_id(info["name"]),
         collection=stored.get("collection") or "documents", download_url=download_url(info["sha256"]),
         date=stored.get("date"), entity=stored.get("entity") or "", people=stored.get("people") or (),
         tags=stored.get("tags") or (), project=stored.get("project"), visibility=stored.get("visibility") or "public",

@@ -1,6 +1,8 @@
-"""PDF, DOCX, HTML and PPTX files → ``SourceDocument``s, with headings as the breadcrumb.
+"""PDF, DOCX, HTML, PPTX and PNG/JPEG files → ``SourceDocument``s, with headings as the breadcrumb.
 
-Nothing here touches the database. ``file_to_document`` raises ``FileExtractError`` with a
+Nothing here touches the database. Services never call ``extract`` in the web process: they run
+it in a bounded child process (``ingestion.extraction``), so a hostile file costs one file.
+``file_to_document`` raises ``FileExtractError`` with a
 sentence a person can act on (encrypted, corrupt, empty, no text layer) so a batch records it
 against the file and goes on. PDF pages and PPTX slides are one unit each and carry their
 number in ``metadata.page`` / ``metadata.slide`` (so a citation can say "p. 4"); DOCX and HTML
@@ -15,7 +17,7 @@ import io
 import logging
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from ingestion.sources import markup
 from rag.units import SourceDocument, Unit
@@ -28,9 +30,27 @@ FILE_TYPES = {
     ".html": "text/html",
     ".htm": "text/html",
     ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
 }
+IMAGE_TYPES = {".png", ".jpg", ".jpeg"}
 # A PDF whose pages yield fewer characters than this on average has no usable text layer.
 MIN_CHARS_PER_PAGE = 20
+# Office files are zips: what they unpack to is checked before any XML is parsed. A member above
+# this size is only accepted with a plausible packing ratio (real document XML packs 3-20×).
+ZIP_RATIO_MIN_MEMBER = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What one file may cost before it is parsed; the bounded runner passes the settings in."""
+
+    max_unzipped_bytes: int = 200 * 1024 * 1024
+    max_zip_ratio: float = 100.0
+    max_zip_members: int = 5000
+    ocr: bool = True
+    ocr_max_pages: int = 200
 
 
 class FileExtractError(ValueError):
@@ -45,6 +65,7 @@ class Section:
     path: list[str] = field(default_factory=list)
     page: int | None = None
     slide: int | None = None
+    ocr: bool = False  # the text was read from the page's image by OCR, not from a text layer
 
 
 @dataclass
@@ -53,6 +74,14 @@ class Extracted:
     sections: list[Section]
     pages: int = 0  # PDF pages / PPTX slides in the file
     empty_pages: list[int] = field(default_factory=list)
+    ocr_pages: list[int] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Extracted:
+        return cls(**{**data, "sections": [Section(**s) for s in data["sections"]]})
 
 
 def file_sha256(data: bytes) -> str:
@@ -64,6 +93,57 @@ def _clean(text: str) -> str:
     text = re.sub(r"[ \t\u00a0]+", " ", text)
     text = re.sub(r"(\w)-\n(\w)", r"\1\2", text)  # words hyphenated across PDF lines
     return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+_JUNK_TITLES = {"untitled", "untitled document", "document", "document1", "presentation", "powerpoint presentation",
+                "slide 1", "title", "no title", "microsoft word", "word document", "pdf", "unknown"}  # fmt: skip
+_FILE_NAME_RE = re.compile(r"\.(pdf|docx?|pptx?|html?|tex|dvi|rtf|odt|txt|md|indd|qxd|png|jpe?g)$", re.I)
+
+
+def good_title(title: str) -> bool:
+    """Whether a title from a file's metadata names it, not the tool that wrote it
+    ("untitled", "Microsoft Word - memo.docx", "Slide 1")."""
+    t = (title or "").strip()
+    low = t.lower()
+    if len(t) < 2 or low in _JUNK_TITLES or low.startswith(("microsoft word - ", "microsoft powerpoint - ")):
+        return False
+    return not _FILE_NAME_RE.search(t)
+
+
+def _heading_like(line: str) -> str:
+    """A first line short enough to be a heading, else ""."""
+    line = line.strip().lstrip("#").strip()
+    short = 3 <= len(line) <= 100 and len(line.split()) <= 14
+    return line if short and not line.endswith((".", ",", ";", ":")) and good_title(line) else ""
+
+
+def check_zip(data: bytes, kind: str, bounds: Bounds) -> None:
+    """Refuse a DOCX/PPTX whose members would unpack too large or too well before parsing any.
+
+    The sizes are the ones the zip declares; reading a member past its declared size fails its
+    CRC check in ``zipfile``, so a header that lies cannot get more bytes parsed than it declares.
+    """
+    import zipfile
+
+    try:
+        members = zipfile.ZipFile(io.BytesIO(data)).infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise FileExtractError(f"corrupt or unreadable {kind} (or an encrypted one): {exc}") from exc
+    if len(members) > bounds.max_zip_members:
+        raise FileExtractError(f"the {kind} holds {len(members)} parts (at most {bounds.max_zip_members}): refused")
+    total = 0
+    for info in members:
+        total += info.file_size
+        ratio = info.file_size / max(info.compress_size, 1)
+        if info.file_size > ZIP_RATIO_MIN_MEMBER and ratio > bounds.max_zip_ratio:
+            raise FileExtractError(
+                f"the {kind}'s part {info.filename} unpacks to {info.file_size} bytes, {ratio:.0f}× its packed "
+                f"size (at most {bounds.max_zip_ratio:.0f}×): refused as a likely decompression bomb"
+            )
+    if total > bounds.max_unzipped_bytes:
+        raise FileExtractError(
+            f"the {kind} unpacks to {total} bytes (at most {bounds.max_unzipped_bytes}): refused as too large to read"
+        )
 
 
 # -- PDF -----------------------------------------------------------------------------------------
@@ -95,7 +175,8 @@ def _pdf_outline(reader) -> list[tuple[int, list[str]]]:
     return sorted(out, key=lambda x: x[0])
 
 
-def extract_pdf(data: bytes) -> Extracted:
+def _pdf_open(data: bytes):
+    """A pypdf reader and its pages, or ``FileExtractError`` (encrypted, corrupt, no pages)."""
     from pypdf import PdfReader
     from pypdf.errors import FileNotDecryptedError, PdfReadError
 
@@ -120,33 +201,81 @@ def extract_pdf(data: bytes) -> Extracted:
         raise FileExtractError(f"corrupt or unreadable PDF: {exc}") from exc
     if not pages:
         raise FileExtractError("the PDF has no pages")
+    return reader, pages
+
+
+def _pdf_ocr(data: bytes, texts: list[str], empty: list[int], bounds: Bounds) -> tuple[list[int], str]:
+    """OCR the pages without a text layer, in place in ``texts``: (pages OCR'd, why OCR could not run)."""
+    if not empty or not bounds.ocr:
+        return [], ""
+    from ingestion.sources import ocr
+
+    missing = ocr.unavailable()
+    if missing:
+        return [], missing
+    done: list[int] = []
+    for number, text in ocr.pdf_pages(data, empty[: bounds.ocr_max_pages]).items():
+        text = _clean(text)
+        if len(text) > len(texts[number - 1]):
+            texts[number - 1] = text
+            done.append(number)
+    return done, ""
+
+
+def extract_pdf(data: bytes, bounds: Bounds | None = None) -> Extracted:
+    bounds = bounds or Bounds()
+    reader, pages = _pdf_open(data)
     meta_title = ""
     try:
         meta_title = str((reader.metadata or {}).get("/Title") or "").strip()
     except Exception:
         meta_title = ""
     outline = _pdf_outline(reader)
-    sections: list[Section] = []
-    empty: list[int] = []
-    total_chars = 0
+    texts: list[str] = []
     for i, page in enumerate(pages):
         try:
-            text = _clean(page.extract_text() or "")
+            texts.append(_clean(page.extract_text() or ""))
         except Exception as exc:  # one broken content stream: the other pages still count
             logger.info("PDF page %d unreadable: %s", i + 1, exc)
-            text = ""
-        if len(text) < MIN_CHARS_PER_PAGE:
-            empty.append(i + 1)
+            texts.append("")
+    empty = [i + 1 for i, text in enumerate(texts) if len(text) < MIN_CHARS_PER_PAGE]
+    ocr_done, ocr_missing = _pdf_ocr(data, texts, empty, bounds)
+    sections: list[Section] = []
+    for i, text in enumerate(texts):
         if not text:
             continue
-        total_chars += len(text)
         path = next((p for pg, p in reversed(outline) if pg <= i), [])
-        sections.append(Section(text=text, path=list(path), page=i + 1))
-    if total_chars < MIN_CHARS_PER_PAGE * len(pages) and len(empty) == len(pages):
-        raise FileExtractError(
-            f"no text layer in any of the {len(pages)} page(s) (a scanned PDF?): run OCR (e.g. ocrmypdf) first"
-        )
-    return Extracted(title=meta_title, sections=sections, pages=len(pages), empty_pages=empty)
+        sections.append(Section(text=text, path=list(path), page=i + 1, ocr=(i + 1) in ocr_done))
+    if sum(len(t) for t in texts) < MIN_CHARS_PER_PAGE * len(pages) and len(empty) == len(pages) and not ocr_done:
+        if ocr_missing:
+            why = f"OCR is not available on this server ({ocr_missing})"
+        else:
+            why = "OCR found no text in them either" if bounds.ocr else "OCR is switched off (KNOWHUB_OCR_ENABLED)"
+        raise FileExtractError(f"no text layer in any of the {len(pages)} page(s) (a scanned PDF?), and {why}")
+    # The metadata title unless a tool wrote it ("untitled"), else the first bookmark, else a
+    # first line short enough to be a heading.
+    title = next((t for t in (meta_title, *(p[-1] for _, p in outline[:1])) if good_title(t)), "")
+    if not title and texts[0] and 1 not in ocr_done:
+        title = _heading_like(texts[0].split("\n", 1)[0])
+    return Extracted(title=title, sections=sections, pages=len(pages), empty_pages=empty, ocr_pages=ocr_done)
+
+
+# -- images (OCR) --------------------------------------------------------------------------------
+def extract_image(data: bytes, bounds: Bounds | None = None) -> Extracted:
+    """A PNG/JPEG (a photographed or scanned page): its text read by OCR, one section."""
+    bounds = bounds or Bounds()
+    if not bounds.ocr:
+        raise FileExtractError("images are read by OCR, which is switched off (KNOWHUB_OCR_ENABLED)")
+    from ingestion.sources import ocr
+
+    missing = ocr.unavailable()
+    if missing:
+        raise FileExtractError(f"images are read by OCR, which is not available on this server ({missing})")
+    text = _clean(ocr.image_text(data))
+    if not text:
+        raise FileExtractError("OCR found no text in the image")
+    return Extracted(title=_heading_like(text.split("\n", 1)[0]), sections=[Section(text=text, ocr=True)],
+                     ocr_pages=[1])  # fmt: skip
 
 
 # -- DOCX ----------------------------------------------------------------------------------------
@@ -158,12 +287,13 @@ def _heading_level(style_name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def extract_docx(data: bytes) -> Extracted:
+def extract_docx(data: bytes, bounds: Bounds | None = None) -> Extracted:
     import zipfile
 
     from docx import Document
     from docx.opc.exceptions import PackageNotFoundError
 
+    check_zip(data, "DOCX", bounds or Bounds())
     try:
         document = Document(io.BytesIO(data))
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
@@ -172,6 +302,8 @@ def extract_docx(data: bytes) -> Extracted:
     from docx.text.paragraph import Paragraph
 
     title = (document.core_properties.title or "").strip()
+    title = title if good_title(title) else ""
+    first_heading = ""
     sections: list[Section] = [Section(text="")]
     path: list[tuple[int, str]] = []
     body: list[str] = []
@@ -190,6 +322,7 @@ def extract_docx(data: bytes) -> Extracted:
                 if level == 0:
                     title = title or text
                     continue
+                first_heading = first_heading or text
                 flush()
                 while path and path[-1][0] >= level:
                     path.pop()
@@ -207,7 +340,8 @@ def extract_docx(data: bytes) -> Extracted:
     sections = [s for s in sections if s.text]
     if not sections:
         raise FileExtractError("the DOCX has no text")
-    return Extracted(title=title, sections=sections)
+    return Extracted(title=title or first_heading or _heading_like(sections[0].text.split("\n", 1)[0]),
+                     sections=sections)  # fmt: skip
 
 
 # -- HTML ----------------------------------------------------------------------------------------
@@ -215,7 +349,7 @@ _DROP = ("script", "style", "noscript", "template", "svg", "nav", "footer", "hea
 _BLOCKS = ("p", "li", "pre", "blockquote", "td", "th", "dt", "dd", "figcaption", "caption")
 
 
-def extract_html(data: bytes) -> Extracted:
+def extract_html(data: bytes, bounds: Bounds | None = None) -> Extracted:
     import warnings
 
     from bs4 import BeautifulSoup, XMLParsedAsHTMLWarning
@@ -227,6 +361,7 @@ def extract_html(data: bytes) -> Extracted:
     except Exception as exc:
         raise FileExtractError(f"unreadable HTML: {exc}") from exc
     title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    title = title if good_title(title) else ""
     for tag in soup(_DROP):
         tag.decompose()
     root = soup.find("main") or soup.find("article") or soup.body or soup
@@ -269,18 +404,20 @@ def extract_html(data: bytes) -> Extracted:
 
 
 # -- PPTX ----------------------------------------------------------------------------------------
-def extract_pptx(data: bytes) -> Extracted:
+def extract_pptx(data: bytes, bounds: Bounds | None = None) -> Extracted:
     import zipfile
 
     from pptx import Presentation
     from pptx.exc import PackageNotFoundError
 
+    check_zip(data, "PPTX", bounds or Bounds())
     try:
         deck = Presentation(io.BytesIO(data))
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
         raise FileExtractError(f"corrupt or unreadable PPTX (or an encrypted one): {exc}") from exc
     sections: list[Section] = []
     title = (deck.core_properties.title or "").strip()
+    title = title if good_title(title) else ""
     slides = list(deck.slides)
     for n, slide in enumerate(slides, start=1):
         heading = ""
@@ -305,21 +442,24 @@ def extract_pptx(data: bytes) -> Extracted:
 
 
 _EXTRACTORS = {".pdf": extract_pdf, ".docx": extract_docx, ".html": extract_html, ".htm": extract_html,
-               ".pptx": extract_pptx}  # fmt: skip
+               ".pptx": extract_pptx, ".png": extract_image, ".jpg": extract_image, ".jpeg": extract_image}  # fmt: skip
 
 
 def suffix_of(name: str) -> str:
     return ("." + name.rsplit(".", 1)[-1].lower()) if "." in name else ""
 
 
-def extract(data: bytes, *, name: str) -> Extracted:
-    """Dispatch on the file name's extension; empty and unknown files are ``FileExtractError``."""
+def extract(data: bytes, *, name: str, bounds: Bounds | None = None) -> Extracted:
+    """Dispatch on the file name's extension; empty and unknown files are ``FileExtractError``.
+
+    In-process and unbounded in time and memory: services use ``ingestion.extraction`` instead.
+    """
     suffix = suffix_of(name)
     if suffix not in _EXTRACTORS:
         raise FileExtractError(f"unsupported file type {suffix or '(none)'}: expected {', '.join(sorted(FILE_TYPES))}")
     if not data:
         raise FileExtractError("the file is empty")
-    return _EXTRACTORS[suffix](data)
+    return _EXTRACTORS[suffix](data, bounds)
 
 
 def file_to_document(
@@ -327,17 +467,30 @@ def file_to_document(
     date: dt.date | str | None = None, entity: str = "", people: Iterable[str] = (), tags: Iterable[str] = (),
     project: str | None = None, visibility: str = "public", owner_hash: str = "",
 ) -> SourceDocument:  # fmt: skip
-    """A file's bytes → a document: a unit per PDF page / slide, per heading section otherwise.
+    """A file's bytes → a document, extracted in this process (tests, benchmarks)."""
+    return document_from_extracted(
+        extract(data, name=name), name=name, sha256=file_sha256(data), size=len(data), source_id=source_id,
+        collection=collection, download_url=download_url, date=date, entity=entity, people=people, tags=tags,
+        project=project, visibility=visibility, owner_hash=owner_hash,
+    )  # fmt: skip
+
+
+def document_from_extracted(
+    extracted: Extracted, *, name: str, sha256: str, size: int, source_id: str, collection: str = "documents",
+    download_url: str = "", date: dt.date | str | None = None, entity: str = "", people: Iterable[str] = (),
+    tags: Iterable[str] = (), project: str | None = None, visibility: str = "public", owner_hash: str = "",
+) -> SourceDocument:  # fmt: skip
+    """A file's extracted text → a document: a unit per PDF page / slide, per heading section otherwise.
 
     Every unit says where the original is (``metadata.file``: name, sha256, size, content type,
-    download URL) and, for PDFs and decks, its page or slide, which also ends the breadcrumb.
+    download URL) and, for PDFs and decks, its page or slide, which also ends the breadcrumb. Text
+    read by OCR carries ``metadata.ocr = true`` so its source can say so.
     """
-    extracted = extract(data, name=name)
-    sha = file_sha256(data)
+    sha = sha256
     suffix = suffix_of(name)
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     title = extracted.title or stem.replace("_", " ").replace("-", " ").strip() or name
-    file_meta = {"name": name.rsplit("/", 1)[-1], "sha256": sha, "size": len(data),
+    file_meta = {"name": name.rsplit("/", 1)[-1], "sha256": sha, "size": size,
                  "content_type": FILE_TYPES[suffix], "url": download_url}  # fmt: skip
     tag_list, people_list = markup.unique_names(tags), markup.unique_names(people)
     concepts = list(dict.fromkeys(markup.concept_key(t) for t in tag_list))
@@ -360,6 +513,8 @@ def file_to_document(
             extra["pages"] = extracted.pages
         if section.path:
             extra["section"] = section.path[-1]
+        if section.ocr:
+            extra["ocr"] = True
         units.append(Unit(
             unit_anchor=anchor, content=section.text, title=title, breadcrumb=" > ".join(c for c in crumbs if c),
             url=download_url, concepts=concepts, date=day,

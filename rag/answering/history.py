@@ -132,6 +132,7 @@ def _source_dict(n: int, hit, grouped: list, cited: bool, agenda: str = "") -> d
         "cited": cited,
         "title": hit.title,
         "url": hit.url,
+        "ocr": any((h.metadata or {}).get("ocr") for h in grouped),
         "date": hit.date.isoformat() if hit.date else None,
         "collection": hit.collection,
         "source_type": hit.source_type,

@@ -95,6 +95,7 @@ class SourceDoc:
             "chunk_uids": [h.chunk_uid for h in self.chunks_in_order],
             "title": plain_text(best.title) or best.source_id,
             "url": best.url,
+            "ocr": any((h.metadata or {}).get("ocr") for h in self.chunks_in_order),
             "date": best.date.isoformat() if best.date else None,
             "collection": best.collection,
             "source_type": best.source_type,

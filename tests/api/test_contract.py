@@ -66,10 +66,10 @@ schema = _load_schema()
 # - /ingest/documents: the same document id twice in one request;
 # - /rag/query, /rag/ask(/stream): date_to before date_from;
 # - /rag/feedback: preferred_over vs chunk_uid, interaction_id vs interaction;
-# - /ingest/files: a file whose name or bytes are not PDF, DOCX, PPTX or HTML.
+# - /ingest/files, /ingest/my-files: a file whose name or bytes are not PDF, DOCX, PPTX, HTML, PNG or JPEG.
 KNOWN_REFUSALS = {
     "POST /ingest/documents", "POST /rag/query", "POST /rag/ask", "POST /rag/ask/stream", "POST /rag/feedback",
-    "POST /ingest/files",
+    "POST /ingest/files", "POST /ingest/my-files",
 }  # fmt: skip
 
 

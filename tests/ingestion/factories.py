@@ -161,3 +161,46 @@ HTML = b"""<!doctype html><html><head><title>Onboarding guide</title><script>var
 <h2>Laptop setup</h2><p>Install the VPN client before your first day.</p><ul><li>Request a badge</li></ul>
 <h2>Expenses</h2><p>Submit receipts within thirty days through the finance portal.</p>
 </main><footer>(c) ACME</footer></body></html>"""
+
+
+# --- scans (OCR) ----------------------------------------------------------------------------------
+
+
+def text_image(lines: list[str], *, fmt: str = "PNG", width: int = 2480) -> bytes:
+    """A page photographed or scanned at ~300 dpi: black text on white, no text layer anywhere.
+    Drawn with the DejaVu-like Vera font that reportlab ships, so no system font is needed."""
+    from pathlib import Path
+
+    import reportlab
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.truetype(str(Path(reportlab.__file__).parent / "fonts" / "Vera.ttf"), 42)
+    img = Image.new("L", (width, 180 + 70 * len(lines)), 255)
+    draw = ImageDraw.Draw(img)
+    for i, line in enumerate(lines):
+        draw.text((150, 120 + 70 * i), line, font=font, fill=0)
+    buf = io.BytesIO()
+    img.save(buf, format=fmt)
+    return buf.getvalue()
+
+
+def scanned_text_pdf_bytes(pages: list[list[str] | str]) -> bytes:
+    """A PDF whose pages are either a text layer (a str) or a scanned image of lines (a list)."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4)
+    for page in pages:
+        if isinstance(page, str):
+            c.setFont("Helvetica", 11)
+            for k, line in enumerate(page.split("\n")):
+                c.drawString(72, 800 - 16 * k, line)
+        else:
+            png = text_image(page)
+            c.drawImage(ImageReader(io.BytesIO(png)), 0, A4[1] - 842 * (180 + 70 * len(page)) / 3508,
+                        width=A4[0], height=842 * (180 + 70 * len(page)) / 3508)  # fmt: skip
+        c.showPage()
+    c.save()
+    return buf.getvalue()

@@ -28,7 +28,8 @@ chunk_spec = st.fixed_dictionaries(
         "visibility": st.sampled_from(["public", "restricted", "private"]),
         "project": st.integers(0, 2),
         "owner": st.integers(0, 2),
-        "collection": st.sampled_from(["alpha", "beta"]),
+        # "my-files": what a person attaches on the ask page (private to them, asked about by id).
+        "collection": st.sampled_from(["alpha", "beta", "my-files"]),
     }
 )
 world = st.fixed_dictionaries(
@@ -39,6 +40,8 @@ world = st.fixed_dictionaries(
         "query": st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join),
         "mode": st.sampled_from(MODES),
         "collections": st.sampled_from([None, ["alpha"], ["beta"]]),
+        # A question restricted to some documents (attached files): ids of anyone's, visible or not.
+        "source_ids": st.lists(st.integers(0, 9), max_size=3, unique=True),
     }
 )
 
@@ -129,7 +132,8 @@ def test_hidden_chunks_never_change_what_a_user_gets(hashing_embedder, text_back
                 scope = Scope.for_user(viewer)
             else:
                 scope = _scope_from_jwt(memberships, w["viewer"], projects, w["members"][w["viewer"]])
-            filters = SearchFilters(collections=w["collections"])
+            restrict = [f"d{i}" for i in w["source_ids"]]
+            filters = SearchFilters(collections=w["collections"], source_ids=restrict)
 
             def run():
                 r = chunk_search(
@@ -144,6 +148,8 @@ def test_hidden_chunks_never_change_what_a_user_gets(hashing_embedder, text_back
                 if _visible(spec, w["viewer"], w["members"])
             }
             assert {uid for uid, *_ in seen} <= allowed
+            if restrict:  # naming another person's file never brings it into the results
+                assert {uid.split(":")[2] for uid, *_ in seen} <= set(restrict)
             visible_collections = known_collections(scope)
             assert set(visible_collections) == {uid.split(":")[0] for uid in allowed}
 

@@ -21,8 +21,9 @@
   historyBox.open = wide.matches;
 
   const docHref = (uid) => `/documents/${encodeURIComponent(uid)}/#cited`;
-  const ORIGINAL = /^(https?:\/\/|logseq:\/\/|notion:\/\/)\S+$/i;
+  const ORIGINAL = /^(https?:\/\/|logseq:\/\/|notion:\/\/)\S+$|^\/ingest\/files\/[0-9a-f]{64}$/i;
   function originalLabel(url) {
+    if (/^\/ingest\/files\//.test(url)) return "Original file";
     if (/^logseq:/i.test(url)) return "Open in Logseq";
     if (/^notion:/i.test(url) || /notion\.so\//i.test(url)) return "Open in Notion";
     return "Original";
@@ -204,11 +205,15 @@
       li.dataset.chunkUid = s.chunk_uid;
       if (state.cited.has(s.n)) li.classList.add("cited");
       const title = esc(plain(s.title) || s.source_id || s.chunk_uid);
-      const crumb = s.breadcrumb ? ` <span class="muted">· ${esc(plain(s.breadcrumb))}</span>` : "";
+      // The breadcrumb starts with the title: show only what it adds ("p. 4"), not the title twice.
+      const crumbs = plain(s.breadcrumb || ""), named = plain(s.title || "");
+      const where = crumbs === named ? "" : crumbs.startsWith(`${named} > `) ? crumbs.slice(named.length + 3) : crumbs;
+      const crumb = where ? ` <span class="muted">· ${esc(where)}</span>` : "";
+      const ocr = s.ocr ? ' <span class="badge ocr-badge" title="Read from a scanned page by OCR">text read by OCR</span>' : "";
       // The agenda item of this meeting the question is about: why it was chosen, in its own words.
       const agenda = s.agenda ? ` <span class="agenda" title="The part of this meeting your question is about">on “${esc(s.agenda)}”</span>` : "";
       const original = s.url && ORIGINAL.test(s.url) ? ` <a class="orig-link" href="${esc(s.url)}" target="_blank" rel="noopener noreferrer">${originalLabel(s.url)} ↗</a>` : "";
-      li.innerHTML = `<span class="n">[${s.n}]</span><div class="body"><a class="src-link" href="${esc(docHref(s.chunk_uid))}">${title}</a>${crumb}${agenda} <span class="badge">${esc(s.collection)}</span>${original}<div class="snippet">${esc(plain(s.snippet || s.content).slice(0, 300))}</div></div>` +
+      li.innerHTML = `<span class="n">[${s.n}]</span><div class="body"><a class="src-link" href="${esc(docHref(s.chunk_uid))}">${title}</a>${crumb}${agenda} <span class="badge">${esc(s.collection)}</span>${ocr}${original}<div class="snippet">${esc(plain(s.snippet || s.content).slice(0, 300))}</div></div>` +
         `<span class="date">${s.date ? esc(s.date) : ""}</span>` +
         `<span class="thumbs"><button type="button" data-label="positive" title="Relevant source" aria-label="Relevant source">${THUMB_UP}</button><button type="button" data-label="negative" title="Not relevant" aria-label="Not relevant">${THUMB_DOWN}</button></span>`;
       li.querySelectorAll("a.src-link, a.orig-link").forEach((a) => a.addEventListener("click", () => {
@@ -320,6 +325,7 @@
     const model = fd.get("model"); if (model) body.model = model;
     if (conversationId) body.conversation_id = conversationId;
     if (opts.ignore && opts.ignore.length) body.ignore_filters = opts.ignore;
+    if (window.knowhubFiles) Object.assign(body, window.knowhubFiles.askFields());  // attached files (files.js)
 
     const { turn, state } = newTurn(query);
     state.ignored = opts.ignore || [];
