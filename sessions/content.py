@@ -96,6 +96,26 @@ TOPIC_SCHEMA = {
                     "keywords": {"type": "array", "items": _TEXT},
                     # The exact value a teacher accepts on its own ("1", "a c b", "no").
                     "value": _TEXT,
+                    # The rubric a teacher reads terse answers with (sessions.rubric): the parts the
+                    # question asks for, each with its patterns, and statements that refute an answer.
+                    "parts": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["name", "any"],
+                            "additionalProperties": False,
+                            "properties": {"name": _TEXT, "any": {"type": "array", "minItems": 1, "items": _TEXT}},
+                        },
+                    },
+                    "refuted_by": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["says", "why"],
+                            "additionalProperties": False,
+                            "properties": {"says": _TEXT, "why": _TEXT},
+                        },
+                    },
                     # Answers to measure the grader with (evaluate_session_scoring); never graded on.
                     "eval": {
                         "type": "object",

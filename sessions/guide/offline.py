@@ -269,6 +269,8 @@ class OfflineGuide:
             self.embedder,
             value=test.get("value"),
             misconceptions=topic.get("misconceptions"),
+            parts=test.get("parts"),
+            refuted_by=test.get("refuted_by"),
         )
         row = {
             "question": test["question"],
@@ -280,12 +282,14 @@ class OfflineGuide:
             "score": result.score,
             "passed": result.passed,
             "method": result.method,
-            "missing": result.missing_keywords,
+            "missing": result.missing_parts or result.missing_keywords,
             "explanation": result.explanation,
         }
         state["test_results"].append(row)
         if result.passed:
             head = f"✓ Correct ({result.score:.0%}). {result.explanation}"
+        elif result.method == "partial":
+            head = f"◐ Half right ({result.score:.0%}). {result.explanation}"
         else:
             head = f"✗ Not quite ({result.score:.0%}). {result.explanation}"
         if not result.passed or result.missing_keywords:
