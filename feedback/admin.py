@@ -10,7 +10,8 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Q
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseRedirect
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
@@ -47,7 +48,7 @@ class CollectionFilter(admin.SimpleListFilter):
 
 
 class LabelledFilter(admin.SimpleListFilter):
-    title = "labelled"
+    title = "labels"
     parameter_name = "labelled"
 
     def lookups(self, request, model_admin):
@@ -112,13 +113,31 @@ class JudgmentInline(admin.TabularInline):
         return False  # new labels come from the review panel above, chosen among the results
 
 
+def filters_in_words(filters: dict | None) -> str:
+    """A search's filters as an operator reads them ("collection meetings · from 2024-01-01")."""
+    parts = []
+    for key, value in (filters or {}).items():
+        if value in (None, "", [], {}):
+            continue
+        name = {"date_from": "from", "date_to": "until", "collections": "collection"}.get(key, key.replace("_", " "))
+        if isinstance(value, list | tuple):
+            value = ", ".join(str(v) for v in value)
+        elif isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items())
+        parts.append(f"{name} {value}")
+    return " · ".join(parts) or "none (all the user may see)"
+
+
 @admin.register(Interaction)
 class InteractionAdmin(admin.ModelAdmin):
-    """Negative outcomes first, then interactions with unlabelled results, newest first."""
+    """The judgment review queue: negative outcomes first, then interactions with unlabelled
+    results, newest first. "Label and next" saves the labels and opens the next one to label."""
 
     change_form_template = "admin/feedback/interaction/change_form.html"
+    change_list_template = "admin/feedback/interaction/change_list.html"
     list_display = (
         "short_query",
+        "needs",
         "kind",
         "user",
         "outcome_badge",
@@ -134,12 +153,12 @@ class InteractionAdmin(admin.ModelAdmin):
     list_per_page = 50
     inlines = [JudgmentInline]
     fields = (
-        "query", "kind", "user", "answer", "outcome", "comment", "filters", "strategy", "model", "cost_usd",
+        "query", "kind", "user", "answer", "outcome", "comment", "search_filters", "strategy", "model", "cost_usd",
         "latency_ms", "reviewed_by", "reviewed_at", "created_at",
     )
     readonly_fields = (
-        "query", "kind", "user", "answer", "filters", "strategy", "model", "cost_usd", "latency_ms", "reviewed_by",
-        "reviewed_at", "created_at",
+        "query", "kind", "user", "answer", "search_filters", "strategy", "model", "cost_usd", "latency_ms",
+        "reviewed_by", "reviewed_at", "created_at",
     )
     actions = [
         "mark_reviewed",
@@ -154,7 +173,12 @@ class InteractionAdmin(admin.ModelAdmin):
         return selectors.review_queue().select_related("user", "reviewed_by")
 
     def get_ordering(self, request):
-        return ["needs_review", "-created_at", "-id"]
+        # Other admins order their interaction choices with this too, on a queryset without the
+        # queue's annotation: only the queue's own pages sort by what needs review.
+        match = getattr(request, "resolver_match", None)
+        if match is not None and (match.url_name or "").startswith("feedback_interaction_"):
+            return ["needs_review", "-created_at", "-id"]
+        return ["-created_at", "-id"]
 
     def has_add_permission(self, request):
         return False  # interactions are logged by search and ask
@@ -162,6 +186,46 @@ class InteractionAdmin(admin.ModelAdmin):
     @admin.display(description="query", ordering="query")
     def short_query(self, obj):
         return obj.query[:90]
+
+    @admin.display(description="search filters")
+    def search_filters(self, obj):
+        return filters_in_words(obj.filters)
+
+    @admin.display(description="why it is here", ordering="needs_review")
+    def needs(self, obj):
+        unlabelled = max(0, (obj.n_retrieved or 0) - (obj.n_labelled or 0))
+        reasons = []
+        if obj.outcome == -1:
+            reasons.append("the user found it not useful")
+        if unlabelled:
+            reasons.append(f"{unlabelled} source{'s' if unlabelled != 1 else ''} without a label")
+        return "; ".join(reasons) or "labelled"
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {
+            "title": "Judgment review queue — what needs a label first",
+            "rankings_url": reverse("admin:feedback_rankingconfig_changelist")
+            if request.user.has_perm("feedback.view_rankingconfig") else None,
+            **(extra_context or {}),
+        }  # fmt: skip
+        return super().changelist_view(request, extra_context=extra_context)
+
+    def response_change(self, request, obj):
+        """"Label and next": the labels are saved; open the next interaction that needs them."""
+        if "_label_next" not in request.POST:
+            return super().response_change(request, obj)
+        following = (
+            self.get_queryset(request)
+            .exclude(pk=obj.pk)
+            .filter(Q(needs_review=1) | Q(needs_review=0, reviewed_at__isnull=True))
+            .order_by(*self.get_ordering(request))
+        )
+        nxt = following.first()
+        if nxt is None:
+            self.message_user(request, "Labels saved. Nothing else in the queue needs a label.", messages.SUCCESS)
+            return HttpResponseRedirect(reverse("admin:feedback_interaction_changelist"))
+        self.message_user(request, f"Labels saved. Next: “{nxt.query[:80]}”.", messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:feedback_interaction_change", args=[nxt.pk]))
 
     @admin.display(description="outcome", ordering="outcome")
     def outcome_badge(self, obj):
@@ -393,9 +457,31 @@ class ClickEventAdmin(_ReadOnly):
 # --- ranking configurations -------------------------------------------------------------------
 
 
+def weights_change(weights: dict | None, reference: dict) -> list[str]:
+    """Each weight that differs from ``reference``, as "title match 0 → 0.4"."""
+    out = []
+    for name, value in (weights or {}).items():
+        if not isinstance(value, int | float):
+            continue
+        before = reference.get(name, 0.0)
+        if abs(value - before) > 1e-9:
+            out.append(f"{WEIGHT_NAMES.get(name, name)} {before:g} → {value:g}")
+    return out
+
+
+# The fusion's weights in words (the stored names are w_vec, w_txt, …).
+WEIGHT_NAMES = {
+    "w_vec": "meaning (vector) score", "w_txt": "keyword (text) score", "w_title": "title match",
+    "w_recency": "recency", "w_judgment": "judgment balance",
+}
+
+
 @admin.register(RankingConfig)
 class RankingConfigAdmin(admin.ModelAdmin):
-    """Every tuned configuration, active or not; restore an earlier one with the action."""
+    """Every tuned configuration, active or not; the page says how one is made ("Fit from
+    judgments" here, or ``manage.py tune_ranking``), what the active one changed, and how to go back."""
+
+    change_list_template = "admin/feedback/rankingconfig/change_list.html"
 
     list_display = (
         "id", "active", "weights_summary", "validation", "folds_summary", "note", "created_by", "created_at",
@@ -412,7 +498,53 @@ class RankingConfigAdmin(admin.ModelAdmin):
     actions = ["restore", "use_static_hybrid"]
 
     def has_add_permission(self, request):
-        return False  # configurations come from manage.py tune_ranking
+        return False  # configurations are fitted from judgments ("Fit from judgments", tune_ranking)
+
+    def add_view(self, request, form_url="", extra_context=None):
+        """Nothing to type in: a configuration is fitted; the list page says how."""
+        self.message_user(
+            request, "Ranking configurations are fitted from the judgments: use “Fit from judgments”.", messages.INFO
+        )
+        return HttpResponseRedirect(reverse("admin:feedback_rankingconfig_changelist"))
+
+    def get_urls(self):
+        return [
+            path("fit/", self.admin_site.admin_view(self.fit_view), name="feedback_rankingconfig_fit"),
+            *super().get_urls(),
+        ]
+
+    def fit_view(self, request):
+        """Fit the weights on the judgments (what ``manage.py tune_ranking`` does), POST only."""
+        if request.method != "POST" or not self.has_change_permission(request):
+            return HttpResponseRedirect(reverse("admin:feedback_rankingconfig_changelist"))
+        from feedback.tuning import ranking_tune
+
+        report = ranking_tune(user=request.user)
+        level = {"activated": messages.SUCCESS, "rejected": messages.WARNING}.get(report.status, messages.INFO)
+        text = {
+            "activated": f"Fitted and activated configuration #{report.config_id}: {report.message}.",
+            "rejected": f"Fitted configuration #{report.config_id}, not activated: {report.message}. "
+            "You can still make it active with the action below.",
+            "not_enough_data": f"Nothing fitted: {report.message}. Label more answers in the review queue.",
+            "unchanged": f"Nothing fitted: {report.message}.",
+        }.get(report.status, report.message)
+        self.message_user(request, text, level)
+        return HttpResponseRedirect(reverse("admin:feedback_rankingconfig_changelist"))
+
+    def changelist_view(self, request, extra_context=None):
+        active = RankingConfig.objects.filter(active=True).first()
+        defaults = RankingWeights.default().as_dict()
+        context = {
+            "active_config": active,
+            "active_changes": weights_change(active.weights, defaults) if active else [],
+            "active_validation": ((active.metrics or {}).get("validation") or {}) if active else {},
+            "can_fit": self.has_change_permission(request),
+            "queue_url": reverse("admin:feedback_interaction_changelist")
+            if request.user.has_perm("feedback.view_interaction") else None,
+            "labelled_interactions": Interaction.objects.filter(judgments__isnull=False).distinct().count(),
+            **(extra_context or {}),
+        }
+        return super().changelist_view(request, extra_context=context)
 
     def get_actions(self, request):
         actions = super().get_actions(request)
@@ -487,7 +619,7 @@ class RankingConfigAdmin(admin.ModelAdmin):
             format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", rows),
         )
 
-    @admin.action(description="Restore this configuration (make it the active one)")
+    @admin.action(description="Make the selected configuration the active one")
     def restore(self, request, queryset):
         if queryset.count() != 1:
             self.message_user(request, "Select exactly one configuration to restore.", level=messages.ERROR)
@@ -500,7 +632,7 @@ class RankingConfigAdmin(admin.ModelAdmin):
             return
         self.message_user(request, f"Ranking configuration #{config.pk} is active.")
 
-    @admin.action(description="Deactivate all (back to the static hybrid of settings)")
+    @admin.action(description="Go back to the static hybrid (no configuration active)")
     def use_static_hybrid(self, request, queryset):
         services.ranking_config_deactivate_all(user=request.user)
         self.message_user(request, "No ranking configuration is active: search uses the settings' weights.")

@@ -158,6 +158,14 @@ class ImportResult:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def sentence(self) -> str:
+        """What was imported, in words (``load_demo`` prints it)."""
+        return (
+            f"Learning content ({len(self.files)} files): realms {self.realms_created} created, "
+            f"{self.realms_updated} updated, {self.realms_unchanged} unchanged; topics {self.topics_created} "
+            f"created, {self.topics_updated} updated, {self.topics_unchanged} unchanged."
+        )
+
 
 def _validate(data, schema: dict, source: str) -> dict:
     try:
