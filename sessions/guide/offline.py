@@ -22,6 +22,15 @@ from sessions.guide.prompts import (
 )
 from sessions.guide.reading import QUESTION, SUGGEST, meaningful, parse_symbol, stated_verdict
 
+
+def match_rule(message: str, topic: dict, legend: list[dict], embedder) -> int | None:
+    """The index of the topic's rule (truth) the learner's rule restates; baseline: the closest."""
+    truths = topic.get("truths", [])
+    vecs = embedder.embed_documents([message, *truths])
+    sims = [cosine(vecs[0], v) for v in vecs[1:]]
+    return max(range(len(sims)), key=sims.__getitem__)
+
+
 SUGGESTIONS_KEPT = 8  # ranked symbols kept per entity; enough that three stay free as the legend fills
 
 
