@@ -19,6 +19,7 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 
 _SLUG = {"type": "string", "pattern": r"^[-a-zA-Z0-9_]+$", "minLength": 1, "maxLength": 100}
 _TEXT = {"type": "string", "minLength": 1}
+_ROLES = {"type": "array", "items": {"type": "string", "pattern": r"^[a-z]+$"}}
 
 REALM_SCHEMA = {
     "type": "object",
@@ -37,7 +38,12 @@ REALM_SCHEMA = {
                 "type": "object",
                 "required": ["name", "meaning"],
                 "additionalProperties": False,
-                "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 60}, "meaning": _TEXT},
+                "properties": {
+                    "name": {"type": "string", "minLength": 1, "maxLength": 60},
+                    "meaning": _TEXT,
+                    # What the symbol does (sessions.guide.roles): suggestions match it to concepts.
+                    "roles": _ROLES,
+                },
             },
         },
         "hints": {"type": "array", "items": _TEXT},
@@ -68,6 +74,8 @@ TOPIC_SCHEMA = {
                     "description": _TEXT,
                     # The behaviour in everyday words: what symbol suggestions are matched on.
                     "gist": {"type": "string"},
+                    # What the concept does (sessions.guide.roles): symbols playing it are suggested first.
+                    "roles": _ROLES,
                 },
             },
         },
