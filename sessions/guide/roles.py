@@ -41,4 +41,4 @@ def why_it_fits(*, entity: dict, symbol: dict) -> str:
     if role:
         return f"Why it fits: the {symbol['name']} and {entity['name']} both {ROLES[role]}."
     # No shared role on record: say the symbol's own meaning as what the concept is like.
-    return f"Why it fits: {entity['name']} is like the {symbol['name']}, which {symbol['meaning'].rstrip('.')}."
+    return f"Why it fits: {entity['name']} is like the {symbol['name']} — {symbol['meaning'].rstrip('.')}."
