@@ -10,9 +10,9 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Q
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
 
 from feedback import selectors, services
 from feedback.models import (
@@ -20,9 +20,7 @@ from feedback.models import (
     Interaction,
     Judgment,
     JudgmentLog,
-    RankingConfig,
 )
-from feedback.ranking import RankingWeights
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +45,7 @@ class CollectionFilter(admin.SimpleListFilter):
 
 
 class LabelledFilter(admin.SimpleListFilter):
-    title = "labelled"
+    title = "labels"
     parameter_name = "labelled"
 
     def lookups(self, request, model_admin):
@@ -112,13 +110,31 @@ class JudgmentInline(admin.TabularInline):
         return False  # new labels come from the review panel above, chosen among the results
 
 
+def filters_in_words(filters: dict | None) -> str:
+    """A search's filters as an operator reads them ("collection meetings · from 2024-01-01")."""
+    parts = []
+    for key, value in (filters or {}).items():
+        if value in (None, "", [], {}):
+            continue
+        name = {"date_from": "from", "date_to": "until", "collections": "collection"}.get(key, key.replace("_", " "))
+        if isinstance(value, list | tuple):
+            value = ", ".join(str(v) for v in value)
+        elif isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items())
+        parts.append(f"{name} {value}")
+    return " · ".join(parts) or "none (all the user may see)"
+
+
 @admin.register(Interaction)
 class InteractionAdmin(admin.ModelAdmin):
-    """Negative outcomes first, then interactions with unlabelled results, newest first."""
+    """The judgment review queue: negative outcomes first, then interactions with unlabelled
+    results, newest first. "Label and next" saves the labels and opens the next one to label."""
 
     change_form_template = "admin/feedback/interaction/change_form.html"
+    change_list_template = "admin/feedback/interaction/change_list.html"
     list_display = (
         "short_query",
+        "needs",
         "kind",
         "user",
         "outcome_badge",
@@ -134,12 +150,12 @@ class InteractionAdmin(admin.ModelAdmin):
     list_per_page = 50
     inlines = [JudgmentInline]
     fields = (
-        "query", "kind", "user", "answer", "outcome", "comment", "filters", "strategy", "model", "cost_usd",
+        "query", "kind", "user", "answer", "outcome", "comment", "search_filters", "strategy", "model", "cost_usd",
         "latency_ms", "reviewed_by", "reviewed_at", "created_at",
     )
     readonly_fields = (
-        "query", "kind", "user", "answer", "filters", "strategy", "model", "cost_usd", "latency_ms", "reviewed_by",
-        "reviewed_at", "created_at",
+        "query", "kind", "user", "answer", "search_filters", "strategy", "model", "cost_usd", "latency_ms",
+        "reviewed_by", "reviewed_at", "created_at",
     )
     actions = [
         "mark_reviewed",
@@ -154,7 +170,12 @@ class InteractionAdmin(admin.ModelAdmin):
         return selectors.review_queue().select_related("user", "reviewed_by")
 
     def get_ordering(self, request):
-        return ["needs_review", "-created_at", "-id"]
+        # Other admins order their interaction choices with this too, on a queryset without the
+        # queue's annotation: only the queue's own pages sort by what needs review.
+        match = getattr(request, "resolver_match", None)
+        if match is not None and (match.url_name or "").startswith("feedback_interaction_"):
+            return ["needs_review", "-created_at", "-id"]
+        return ["-created_at", "-id"]
 
     def has_add_permission(self, request):
         return False  # interactions are logged by search and ask
@@ -162,6 +183,46 @@ class InteractionAdmin(admin.ModelAdmin):
     @admin.display(description="query", ordering="query")
     def short_query(self, obj):
         return obj.query[:90]
+
+    @admin.display(description="search filters")
+    def search_filters(self, obj):
+        return filters_in_words(obj.filters)
+
+    @admin.display(description="why it is here", ordering="needs_review")
+    def needs(self, obj):
+        unlabelled = max(0, (obj.n_retrieved or 0) - (obj.n_labelled or 0))
+        reasons = []
+        if obj.outcome == -1:
+            reasons.append("the user found it not useful")
+        if unlabelled:
+            reasons.append(f"{unlabelled} source{'s' if unlabelled != 1 else ''} without a label")
+        return "; ".join(reasons) or "labelled"
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {
+            "title": "Judgment review queue — what needs a label first",
+            "rankings_url": reverse("admin:feedback_rankingconfig_changelist")
+            if request.user.has_perm("feedback.view_rankingconfig") else None,
+            **(extra_context or {}),
+        }  # fmt: skip
+        return super().changelist_view(request, extra_context=extra_context)
+
+    def response_change(self, request, obj):
+        """"Label and next": the labels are saved; open the next interaction that needs them."""
+        if "_label_next" not in request.POST:
+            return super().response_change(request, obj)
+        following = (
+            self.get_queryset(request)
+            .exclude(pk=obj.pk)
+            .filter(Q(needs_review=1) | Q(needs_review=0, reviewed_at__isnull=True))
+            .order_by(*self.get_ordering(request))
+        )
+        nxt = following.first()
+        if nxt is None:
+            self.message_user(request, "Labels saved. Nothing else in the queue needs a label.", messages.SUCCESS)
+            return HttpResponseRedirect(reverse("admin:feedback_interaction_changelist"))
+        self.message_user(request, f"Labels saved. Next: “{nxt.query[:80]}”.", messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:feedback_interaction_change", args=[nxt.pk]))
 
     @admin.display(description="outcome", ordering="outcome")
     def outcome_badge(self, obj):
@@ -390,117 +451,5 @@ class ClickEventAdmin(_ReadOnly):
     search_fields = ("chunk_uid", "interaction__query")
 
 
-# --- ranking configurations -------------------------------------------------------------------
-
-
-@admin.register(RankingConfig)
-class RankingConfigAdmin(admin.ModelAdmin):
-    """Every tuned configuration, active or not; restore an earlier one with the action."""
-
-    list_display = (
-        "id", "active", "weights_summary", "validation", "folds_summary", "note", "created_by", "created_at",
-        "activated_at",
-    )  # fmt: skip
-    list_filter = ("active",)
-    fields = (
-        "active", "feature_table", "fold_table", "weights", "metrics", "note", "created_by", "created_at",
-        "activated_at",
-    )  # fmt: skip
-    readonly_fields = (
-        "active", "feature_table", "fold_table", "weights", "metrics", "created_by", "created_at", "activated_at",
-    )  # fmt: skip
-    actions = ["restore", "use_static_hybrid"]
-
-    def has_add_permission(self, request):
-        return False  # configurations come from manage.py tune_ranking
-
-    def get_actions(self, request):
-        actions = super().get_actions(request)
-        actions.pop("delete_selected", None)  # history is kept
-        return actions
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-    @admin.display(description="weights")
-    def weights_summary(self, obj):
-        w = obj.weights or {}
-        return ", ".join(f"{k.removeprefix('w_')} {v:g}" for k, v in w.items() if isinstance(v, int | float))
-
-    @admin.display(description="validation nDCG@10 before → after")
-    def validation(self, obj):
-        v = (obj.metrics or {}).get("validation") or {}
-        if "before" not in v:
-            return "–"
-        return format_html("{} → <b>{}</b>", v["before"], v["after"])
-
-    @admin.display(description="held-out folds")
-    def folds_summary(self, obj):
-        folds = (obj.metrics or {}).get("folds") or []
-        if not folds:
-            return "–"
-        won = sum(1 for f in folds if f["after"] > f["before"])
-        worst = min(f["after"] - f["before"] for f in folds)
-        return f"gain on {won}/{len(folds)} (worst {worst:+.4f})"
-
-    @admin.display(description="weights and confidence")
-    def feature_table(self, obj):
-        """Each weight next to the defaults and to what the cross-validation folds chose: a weight
-        every fold moved the same way is one to trust; a wide spread says the data is thin."""
-        weights = obj.weights or {}
-        features = (obj.metrics or {}).get("features") or {}
-        defaults = RankingWeights.default().as_dict()
-        rows = []
-        order = list(defaults)  # the fields' order (the stored JSON comes back key-sorted)
-        for name, value in sorted(
-            weights.items(), key=lambda kv: (kv[0] not in order, order.index(kv[0]) if kv[0] in order else 0)
-        ):
-            f = features.get(name) or {}
-            agreement = f.get("agreement")
-            if agreement is None:
-                confidence = "not cross-validated"
-            else:
-                level = "high" if agreement >= 0.99 else "medium" if agreement >= 0.6 else "low"
-                confidence = f"{level}: {agreement:.0%} of folds agree"
-            spread = (
-                f"{f['fold_mean']:g} ± {f['fold_sd']:g}" if "fold_mean" in f else "–"
-            )
-            rows.append((name.removeprefix("w_"), f"{value:g}", f"{defaults.get(name, 0.0):g}", spread, confidence))
-        return format_html(
-            "<table class='ranking-features'><thead><tr><th>feature</th><th>weight</th><th>default</th>"
-            "<th>folds (mean ± sd)</th><th>confidence</th></tr></thead><tbody>{}</tbody></table>",
-            format_html_join("", "<tr><td>{}</td><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td></tr>", rows),
-        )
-
-    @admin.display(description="held-out folds")
-    def fold_table(self, obj):
-        folds = (obj.metrics or {}).get("folds") or []
-        if not folds:
-            return "–"
-        rows = [
-            (f["fold"], f["validation"], f["before"], f["after"], f"{f['after'] - f['before']:+.4f}")
-            for f in folds
-        ]
-        return format_html(
-            "<table class='ranking-folds'><thead><tr><th>fold</th><th>held-out queries</th>"
-            "<th>nDCG@10 before</th><th>after</th><th>gain</th></tr></thead><tbody>{}</tbody></table>",
-            format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", rows),
-        )
-
-    @admin.action(description="Restore this configuration (make it the active one)")
-    def restore(self, request, queryset):
-        if queryset.count() != 1:
-            self.message_user(request, "Select exactly one configuration to restore.", level=messages.ERROR)
-            return
-        config = queryset.get()
-        try:
-            services.ranking_config_activate(config=config, user=request.user)
-        except ValueError as exc:
-            self.message_user(request, f"Cannot activate #{config.pk}: {exc}", level=messages.ERROR)
-            return
-        self.message_user(request, f"Ranking configuration #{config.pk} is active.")
-
-    @admin.action(description="Deactivate all (back to the static hybrid of settings)")
-    def use_static_hybrid(self, request, queryset):
-        services.ranking_config_deactivate_all(user=request.user)
-        self.message_user(request, "No ranking configuration is active: search uses the settings' weights.")
+# The ranking configurations' admin is a module of its own; importing it registers it.
+from feedback import admin_ranking  # noqa: E402, F401

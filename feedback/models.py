@@ -63,6 +63,9 @@ class Interaction(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        # The admin lists interactions as the queue staff label from.
+        verbose_name = "interaction to review"
+        verbose_name_plural = "judgment review queue"
         ordering = ["-created_at"]
         indexes = [
             models.Index(name="interaction_created_idx", fields=["created_at"]),

@@ -203,9 +203,12 @@ class ReflectionAdmin(ReindexOnSaveMixin, admin.ModelAdmin):
 
 
 class ReindexForm(forms.Form):
+    # Nothing ticked at first: an operator chooses what to rebuild, each type explained beside it.
     types = forms.MultipleChoiceField(
-        choices=[(t, t) for t in services.ALL_TYPES], widget=forms.CheckboxSelectMultiple,
-        initial=list(services.ALL_TYPES),
+        choices=[(t, f"{t} — {services.TYPE_HELP[t]}") for t in services.ALL_TYPES],
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": "Tick at least one type of source to re-index."},
+        help_text="What to rebuild. Unchanged chunks are kept as they are (nothing is re-embedded).",
     )  # fmt: skip
     since = forms.DateTimeField(required=False, help_text="Only sources changed since (YYYY-MM-DD HH:MM).")
     dry_run = forms.BooleanField(required=False, help_text="Report what would change; write nothing.")
@@ -329,6 +332,9 @@ class NotionSyncStateAdmin(admin.ModelAdmin):
     list_display = ["key", "last_synced_at", "pages"]
     readonly_fields = ["key", "last_synced_at", "known_page_ids", "created_at", "updated_at"]
 
+    def has_add_permission(self, request):
+        return False  # written by ingestion only
+
     @admin.display(description="Pages")
     def pages(self, obj):
         return len(obj.known_page_ids)
@@ -348,6 +354,9 @@ class SourceStateAdmin(admin.ModelAdmin):
     search_fields = ["source_id"]
     readonly_fields = [f.name for f in SourceState._meta.fields]
 
+    def has_add_permission(self, request):
+        return False  # written by ingestion only
+
 
 @admin.register(IngestedDocument)
 class IngestedDocumentAdmin(admin.ModelAdmin):
@@ -366,6 +375,9 @@ class IngestedDocumentAdmin(admin.ModelAdmin):
         upload.csrf_exempt = True  # upload_files_view checks CSRF itself, after choosing upload handlers
         view = self.admin_site.admin_view(upload)
         return [path("upload/", view, name="ingestion_ingesteddocument_upload"), *super().get_urls()]
+
+    def has_add_permission(self, request):
+        return False  # written by ingestion only
 
 
 class SourceSettingForm(forms.ModelForm):
@@ -444,3 +456,6 @@ class StoredFileAdmin(admin.ModelAdmin):
     list_display = ("name", "content_type", "size", "sha256", "created_at")
     search_fields = ("name", "sha256")
     readonly_fields = ("sha256", "name", "size", "content_type", "created_at", "updated_at")
+
+    def has_add_permission(self, request):
+        return False  # written by ingestion only

@@ -299,15 +299,27 @@ def _create_content() -> dict:
     return {"course_created": course_created, "pages_created": pages_created, "imagimodel_created": model_created}
 
 
-def load_demo_content() -> dict:
+class DemoCourseCounts(dict):
+    """``load_demo_content``'s counts (a dict, as JSON prints it) that can say them in words."""
+
+    def sentence(self) -> str:
+        made = "created" if self.get("course_created") else "already there"
+        return (
+            f"Demo course ({made}): {self.get('pages_created', 0)} pages created; indexed on ingest run "
+            f"#{self.get('run_id')}: {self.get('created', 0)} chunks created, {self.get('updated', 0)} updated, "
+            f"{self.get('unchanged', 0)} unchanged, {self.get('embedded', 0)} embedded, {self.get('failed', 0)} failed."
+        )
+
+
+def load_demo_content() -> DemoCourseCounts:
     """Create the demo course and imagimodel (idempotent) and index them; returns the counts."""
     created = _create_content()
     run = services.reindex(types=["pages", "imagimodels"])
     logger.info("demo course indexed: run %s", run.pk)
-    return {
+    return DemoCourseCounts(
         **created,
         **{
             k: v for k, v in run.summary().items()
             if k in ("run_id", "created", "updated", "unchanged", "embedded", "failed")
         },
-    }
+    )

@@ -23,6 +23,15 @@ def register_demo_loader(name: str, loader: Callable[[], object]) -> None:
     _extra_loaders[name] = loader
 
 
+_CORPUS_INDEXER: list[Callable[..., dict]] = []
+
+
+def register_demo_corpus_indexer(indexer: Callable[..., dict]) -> None:
+    """Ingestion indexes the demo corpus on a recorded run (``indexer(documents, embedder)``
+    returns the run's counts); without one the corpus is upserted directly."""
+    _CORPUS_INDEXER[:] = [indexer]
+
+
 def demo_extra_loaders() -> dict[str, Callable[[], object]]:
     """The registered demo loaders by name, in the order they were first registered."""
     return dict(_extra_loaders)
@@ -299,5 +308,8 @@ def demo_load(*, credentials_path, embedder=None) -> dict:
     token, _ = Token.objects.get_or_create(user=admin)
     project, _ = Project.objects.get_or_create(slug=DEMO_PROJECT[0], defaults={"name": DEMO_PROJECT[1]})
     project.members.add(admin)
-    result = chunk_upsert(documents=demo_documents(), embedder=embedder)
-    return {"username": creds["username"], "password": creds["password"], "token": token.key, "index": result.as_dict()}
+    if _CORPUS_INDEXER:
+        index = _CORPUS_INDEXER[0](demo_documents(), embedder)
+    else:
+        index = chunk_upsert(documents=demo_documents(), embedder=embedder).as_dict()
+    return {"username": creds["username"], "password": creds["password"], "token": token.key, "index": index}

@@ -69,6 +69,9 @@ class LearningSessionAdmin(admin.ModelAdmin):
     inlines = [SessionEventInline]
     actions = ["reindex_artifacts"]
 
+    def has_add_permission(self, request):
+        return False  # sessions are started by learners on /learn/
+
     @admin.action(description="Re-index the artifacts of the selected finished sessions")
     def reindex_artifacts(self, request, queryset):
         from sessions.services import session_artifact_index
@@ -86,6 +89,9 @@ class SessionProgressAdmin(admin.ModelAdmin):
     list_filter = ("realm_id",)
     search_fields = ("user__username", "topic_id")
     raw_id_fields = ("session",)
+
+    def has_add_permission(self, request):
+        return False  # written when a learner finishes a session
 
 
 # --- contested grades (feedback's review queue) -----------------------------------------------

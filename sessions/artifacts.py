@@ -77,7 +77,13 @@ def extract_deterministic(*, topic: dict, realm: dict, state: dict, legend: list
     rules = OfflineGuide.rules_for(topic, legend)
     own = state.get("own_rule")
     if own and own.get("text"):
-        rules.append(f"In my words (rule {own.get('matches', '?')}): {own['text']}")
+        # The learner's own words take the place of the rule they restate; a rule of their own
+        # that restates none is kept beside the others.
+        matched = own.get("matches")
+        if isinstance(matched, int) and 1 <= matched <= len(rules):
+            rules[matched - 1] = own["text"].strip()
+        else:
+            rules.append(own["text"].strip())
     red_flags = [f"Myth: {m['claim']} Truth: {m['correction']}" for m in topic.get("misconceptions", [])]
     realm_name = realm.get("name", "the realm")
     lines = [f"The story of {topic.get('title', 'this topic')} in {realm_name}."]

@@ -19,6 +19,7 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 
 _SLUG = {"type": "string", "pattern": r"^[-a-zA-Z0-9_]+$", "minLength": 1, "maxLength": 100}
 _TEXT = {"type": "string", "minLength": 1}
+_ROLES = {"type": "array", "items": {"type": "string", "pattern": r"^[a-z]+$"}}
 
 REALM_SCHEMA = {
     "type": "object",
@@ -37,7 +38,12 @@ REALM_SCHEMA = {
                 "type": "object",
                 "required": ["name", "meaning"],
                 "additionalProperties": False,
-                "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 60}, "meaning": _TEXT},
+                "properties": {
+                    "name": {"type": "string", "minLength": 1, "maxLength": 60},
+                    "meaning": _TEXT,
+                    # What the symbol does (sessions.guide.roles): suggestions match it to concepts.
+                    "roles": _ROLES,
+                },
             },
         },
         "hints": {"type": "array", "items": _TEXT},
@@ -68,6 +74,8 @@ TOPIC_SCHEMA = {
                     "description": _TEXT,
                     # The behaviour in everyday words: what symbol suggestions are matched on.
                     "gist": {"type": "string"},
+                    # What the concept does (sessions.guide.roles): symbols playing it are suggested first.
+                    "roles": _ROLES,
                 },
             },
         },
@@ -96,6 +104,26 @@ TOPIC_SCHEMA = {
                     "keywords": {"type": "array", "items": _TEXT},
                     # The exact value a teacher accepts on its own ("1", "a c b", "no").
                     "value": _TEXT,
+                    # The rubric a teacher reads terse answers with (sessions.rubric): the parts the
+                    # question asks for, each with its patterns, and statements that refute an answer.
+                    "parts": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["name", "any"],
+                            "additionalProperties": False,
+                            "properties": {"name": _TEXT, "any": {"type": "array", "minItems": 1, "items": _TEXT}},
+                        },
+                    },
+                    "refuted_by": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["says", "why"],
+                            "additionalProperties": False,
+                            "properties": {"says": _TEXT, "why": _TEXT},
+                        },
+                    },
                     # Answers to measure the grader with (evaluate_session_scoring); never graded on.
                     "eval": {
                         "type": "object",
@@ -137,6 +165,14 @@ class ImportResult:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def sentence(self) -> str:
+        """What was imported, in words (``load_demo`` prints it)."""
+        return (
+            f"Learning content ({len(self.files)} files): realms {self.realms_created} created, "
+            f"{self.realms_updated} updated, {self.realms_unchanged} unchanged; topics {self.topics_created} "
+            f"created, {self.topics_updated} updated, {self.topics_unchanged} unchanged."
+        )
 
 
 def _validate(data, schema: dict, source: str) -> dict:

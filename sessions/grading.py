@@ -16,6 +16,14 @@ Two kinds of answers reach the grader:
   whole of it, so "Only the inner functions can reach them" is not punished for leaving out
   the expected answer's second half.
 
+* **Rubrics.** Before either, a test's rubric (``parts`` and ``refuted_by``, see
+  ``sessions.rubric``) is read the way a teacher reads a terse answer: an answer that states
+  every part and nothing that refutes it passes ("3 3 3, use let"; "at def time"); one that
+  states one part of a two-part question gets partial credit and is told which part is
+  missing; one that says what the rubric names as a refutation fails, whatever its wording.
+  An answer that states none of the parts is still graded by value and meaning, so a
+  paraphrase the rubric did not foresee can pass.
+
 Every grade carries a one-line explanation for the learner, naming what was missing on a fail.
 The test's ``eval`` block (paraphrases and wrong answers used by ``evaluate_session_scoring``)
 is never read here: the grader must not know the answers it is measured on.
@@ -29,6 +37,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from rag.metrics import cosine
+from sessions.rubric import RubricResult, read_rubric
 
 SKIP = re.compile(r"^\s*(skip|next|pass|suggest|you choose|you pick|any|idk|i don'?t know|no idea)\b[\s.!]*$", re.I)
 
@@ -135,8 +144,10 @@ class TestScore:
     score: float
     passed: bool
     missing_keywords: list[str] = field(default_factory=list)
-    method: str = "meaning"  # "value" | "contradiction" | "meaning" | "empty"
+    method: str = "meaning"  # "rubric" | "refuted" | "partial" | "value" | "contradiction" | "meaning" | "empty"
     explanation: str = ""
+    # The rubric parts (named for the learner) a failing answer leaves out.
+    missing_parts: list[str] = field(default_factory=list)
 
 
 def _show_keyword(keyword: str) -> str:
@@ -156,6 +167,8 @@ def score_answer(
     *,
     value: str | None = None,
     misconceptions: list[dict] | None = None,
+    parts: list[dict] | None = None,
+    refuted_by: list[dict] | None = None,
 ) -> TestScore:
     """Grade one answer against a test's expected answer, key facts and (if any) exact value.
 
@@ -170,9 +183,14 @@ def score_answer(
     if not answer or SKIP.match(answer):
         return TestScore(0.0, 0.0 if keywords else None, 0.0, False, keywords, "empty", "No answer was given.")
 
+    rubric = read_rubric(answer, parts or [], refuted_by) if (parts or refuted_by) else None
+    complete = rubric is not None and bool(parts) and rubric.complete
     graded, value_ok = _grade_value(answer, value, keywords) if value else (None, False)
-    if graded is not None:
+    # Every rubric part stated outweighs an opening working ("4+2=6 rows" is not the value 4).
+    if graded is not None and (graded.passed or not complete):
         return graded
+    if rubric is not None and (rubric.refuted_by or complete):
+        return _rubric_grade(rubric, keywords)
 
     floor = settings.KNOWHUB_SESSIONS_SIM_FLOOR
     ceil = settings.KNOWHUB_SESSIONS_SIM_CEIL
@@ -221,9 +239,36 @@ def score_answer(
             score = min(score, threshold - 0.01)
     score = round(max(score, 0.0), 4)
     explanation = _explanation(claim=claim, value=value if value_ok else None, passed=passed, missing=missing)
-    return TestScore(
+    result = TestScore(
         round(sim, 4), None if coverage is None else round(coverage, 4), score, passed, missing, "meaning", explanation
     )
+    if rubric is not None and rubric.partial and len(parts or []) > 1:
+        # One part of a two-part question: credit for it, never a pass, and the missing part named.
+        result.passed = False
+        result.method = "partial"
+        result.score = round(PARTIAL_CREDIT * len(rubric.found) / len(parts), 4)
+        result.missing_parts = list(rubric.missing)
+        result.explanation = (
+            f"Partly right: you have {'; '.join(rubric.found)}. Missing: {'; '.join(rubric.missing)}."
+        )
+    elif rubric is not None and not result.passed:
+        result.missing_parts = list(rubric.missing)
+    return result
+
+
+# A half-right answer to a two-part question earns this share of each part it states.
+PARTIAL_CREDIT = 0.9
+
+
+def _rubric_grade(rubric: RubricResult, keywords: list[str]) -> TestScore:
+    """The grade of an answer the rubric settles: every part stated, or refuted."""
+    cover = 1.0 if keywords else None
+    if rubric.refuted_by:
+        return TestScore(
+            0.0, cover and 0.0, 0.0, False, keywords, "refuted", f"Not so: {rubric.refuted_by['why']}",
+            missing_parts=list(rubric.missing),
+        )  # fmt: skip
+    return TestScore(1.0, cover, 1.0, True, [], "rubric", f"Right: {'; '.join(rubric.found)}.")
 
 
 def _grade_value(answer: str, value: str, keywords: list[str]) -> tuple[TestScore | None, bool]:

@@ -27,6 +27,7 @@ from ingestion.services.core import (
     ALL_TYPES,
     CMS_TYPES,
     NOTION_COLLECTION,
+    TYPE_HELP,
     IngestError,
     RunRecorder,
     UnknownProject,
@@ -68,7 +69,7 @@ from ingestion.services.reindexing import (
 )
 
 __all__ = [
-    "ALL_TYPES", "CMS", "CMS_TYPES", "NOTION_COLLECTION", "Candidate", "DeliveryReceipt", "IngestError",
+    "ALL_TYPES", "TYPE_HELP", "CMS", "CMS_TYPES", "NOTION_COLLECTION", "Candidate", "DeliveryReceipt", "IngestError",
     "ParsedPayload", "RunRecorder", "UnknownProject", "cms_enqueue", "cms_reindex_objects", "cms_targets",
     "documents_from_payloads",
     "documents_ingest", "index_documents", "ingest_document_paths", "normalise_types", "notion_client_from_settings",

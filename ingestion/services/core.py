@@ -37,7 +37,20 @@ from rag.units import SourceDocument
 logger = logging.getLogger(__name__)
 
 CMS_TYPES = ("pages", "imagimodels", "reflections")
-ALL_TYPES = (*CMS_TYPES, "notion", "markdown", "documents")
+ALL_TYPES = (*CMS_TYPES, "notion", "markdown", "documents", "demo")
+# What each type re-indexes, in an operator's words (the admin's reindex form shows them).
+TYPE_HELP = {
+    "pages": "Course pages written in this admin (Courses → Pages) with their content blocks.",
+    "imagimodels": "Imagimodels — the layered concept pictures written in this admin.",
+    "reflections": "Learners' reflections saved on course pages.",
+    "notion": "Notion pages: pushed notes rebuilt from their last delivery, and a pull of the shared "
+    "databases when NOTION_TOKEN is set.",
+    "markdown": "Markdown and Logseq folders that sync_markdown indexed before (listed under Source roots).",
+    "documents": "Documents posted to the API or uploaded, and the folders ingest_documents indexed before "
+    "(meeting transcripts, PDFs, Word and text files).",
+    "demo": "The demo corpus of load_demo — team handbook, engineering notes and meeting notes (only what "
+    "was loaded; nothing is added).",
+}
 NOTION_COLLECTION = "notion"
 # Version of how this module shapes sources: bump to make every folder sync redo every file.
 SHAPE_VERSION = "1"

@@ -25,6 +25,7 @@ from ingestion.services.core import (
     run_create,
     this_worker,
 )
+from ingestion.services.demo_corpus import demo_corpus_reindex
 from ingestion.services.documents import ingest_document_paths, posted_documents_reindex
 from ingestion.services.folders import sync_markdown
 from ingestion.services.notion import notion_deliveries_reindex, notion_sync
@@ -66,7 +67,7 @@ def reindex(
     nothing unchanged is re-embedded). ``markdown`` and ``documents`` re-read every folder a
     command synced before; ``notion`` pulls (when ``NOTION_TOKEN`` is set) and rebuilds pushed
     notes from their newest stored delivery; ``documents`` also rebuilds documents POSTed to the
-    API from their stored payloads.
+    API from their stored payloads; ``demo`` rebuilds the loaded demo corpus (meeting notes too).
     """
     chosen = normalise_types(types)
     embedder = embedder or get_embedder()
@@ -103,6 +104,8 @@ def reindex(
                         project=root.options.get("project"), visibility=root.options.get("visibility", "public"),
                         since=since, dry_run=dry_run, prune=prune, force=True, run=r, embedder=embedder,
                     ))  # fmt: skip
+            elif kind == "demo":
+                demo_corpus_reindex(recorder=recorder, dry_run=dry_run, embedder=embedder)
             elif kind == "documents":
                 posted_documents_reindex(recorder=recorder, since=since, dry_run=dry_run, embedder=embedder)
                 for root in SourceRoot.objects.filter(kind=SourceRoot.Kind.DOCUMENTS):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 
 from rag.metrics import cosine
@@ -21,6 +22,59 @@ from sessions.guide.prompts import (
     test_prompt,
 )
 from sessions.guide.reading import QUESTION, SUGGEST, meaningful, parse_symbol, stated_verdict
+from sessions.guide.roles import shared_role
+
+# How close (cosine) a learner's rule must be to a topic rule it shares a word with to restate it.
+RULE_MATCH_MIN = 0.35
+# Each word the learner's rule shares with a topic rule (beyond the topic's own names) adds this.
+RULE_WORD_BONUS = 0.1
+_STOPWORDS = (
+    "a an the and or but not no of to in on at by for with from as is are was be been it its this that these "
+    "those when then than so if do does did can could will would only just also every each all any some one "
+    "two more most very still even before after into onto over under about what which who whom how why there "
+    "their they them you your we our i my me he she his her"
+)
+_STOP = frozenset(_STOPWORDS.split(" "))
+
+
+def in_plain_words(message: str, legend: list[dict]) -> str:
+    """The learner's rule with each legend symbol replaced by the idea it stands for ("The
+    Lantern sees the live value" → "Closure sees the live value"), so it compares with the rules."""
+    out = message
+    for row in sorted(legend, key=lambda r: -len(r["symbol"])):
+        out = re.sub(rf"\b(?:the\s+)?{re.escape(row['symbol'])}s?\b", row["entity"], out, flags=re.I)
+    return out
+
+
+def _stems(text: str, ignore: frozenset[str] = frozenset()) -> set[str]:
+    words = re.findall(r"[a-z]+", text.lower())
+    stems = {(w[:-1] if w.endswith("s") and len(w) > 3 else w)[:5] for w in words if w not in _STOP and len(w) > 2}
+    return stems - ignore
+
+
+def match_rule(message: str, topic: dict, legend: list[dict], embedder) -> int | None:
+    """The index of the topic's rule (truth) the learner's rule restates, or None.
+
+    Meaning decides among the rules that share a word with the learner's (beyond the topic's
+    own names): an embedding finds "decorators make functions faster" close to any rule about
+    decorators, but a restatement also says something the rule says.
+    """
+    truths = topic.get("truths", [])
+    if not truths:
+        return None
+    plain = in_plain_words(message, legend)
+    names = " ".join([topic.get("title", ""), *(e["name"] for e in topic.get("entities", []))])
+    ignore = frozenset(_stems(names))
+    mine = _stems(plain, ignore)
+    shared = [len(mine & _stems(t, ignore)) for t in truths]
+    sharing = [i for i in range(len(truths)) if shared[i]]
+    if not sharing:
+        return None
+    vecs = embedder.embed_documents([plain, *truths])
+    sims = [cosine(vecs[0], v) for v in vecs[1:]]
+    best = max(sharing, key=lambda i: sims[i] + RULE_WORD_BONUS * shared[i])
+    return best if sims[best] >= RULE_MATCH_MIN else None
+
 
 SUGGESTIONS_KEPT = 8  # ranked symbols kept per entity; enough that three stay free as the legend fills
 
@@ -87,7 +141,9 @@ class OfflineGuide:
         out: dict[str, list[str]] = {}
         for entity, ev in zip(entities, ent_vecs, strict=True):
             sims = [cosine(ev, sv) for sv in sym_vecs]
-            ranked = sorted(range(len(symbols)), key=lambda si: -sims[si])
+            # Symbols that play the concept's role come first (a captured variable is kept and
+            # carried, so a Lantern before a Gatekeeper); meaning orders within and after them.
+            ranked = sorted(range(len(symbols)), key=lambda si: (shared_role(entity, symbols[si]) is None, -sims[si]))
             out[entity["name"]] = [symbols[si]["name"] for si in ranked[: SUGGESTIONS_KEPT]]
         return out
 
@@ -186,7 +242,8 @@ class OfflineGuide:
         legend.append(row)
         fit = self._fit(entity, why)
         feedback = mapping_feedback(
-            entity=entity, symbol=symbol, why=why, source=source, fit=fit, meaning=meanings.get(symbol, "")
+            entity=entity, symbol=symbol, why=why, source=source, fit=fit, meaning=meanings.get(symbol, ""),
+            symbol_info=next((s for s in realm.get("symbols", []) if s["name"] == symbol), None),
         )
         state["entity_idx"] += 1
         head = f"Legend: {entity['name']} = {symbol}. {feedback}"
@@ -210,16 +267,19 @@ class OfflineGuide:
         if SKIP.match(message):
             head = "Fine — the rules stay in your artifact."
         else:
-            truths = topic.get("truths", [])
-            vecs = self.embedder.embed_documents([message, *truths])
-            sims = [cosine(vecs[0], v) for v in vecs[1:]]
-            best = max(range(len(sims)), key=sims.__getitem__)
-            state["own_rule"] = {"text": message.strip(), "matches": best + 1, "similarity": round(sims[best], 4)}
+            best = match_rule(message, topic, legend, self.embedder)
+            state["own_rule"] = {"text": message.strip(), "matches": None if best is None else best + 1}
             data["own_rule"] = state["own_rule"]
-            if sims[best] >= 0.45:
-                head = f"That's rule {best + 1}, in your words. It goes into your artifact."
+            if best is not None:
+                head = (
+                    f"That restates rule {best + 1} (“{state['rules'][best]}”) in your own words: "
+                    "your version takes its place in your artifact."
+                )
             else:
-                head = f"Closest is rule {best + 1}: \"{state['rules'][best]}\". Your version is kept too."
+                head = (
+                    "I can't match that to one of the rules above, so check it against them; "
+                    "it is kept in your artifact as a rule of your own."
+                )
         state["phase"] = "misconceptions"
         if not topic.get("misconceptions"):
             state["phase"] = "tests"
@@ -269,6 +329,8 @@ class OfflineGuide:
             self.embedder,
             value=test.get("value"),
             misconceptions=topic.get("misconceptions"),
+            parts=test.get("parts"),
+            refuted_by=test.get("refuted_by"),
         )
         row = {
             "question": test["question"],
@@ -280,12 +342,14 @@ class OfflineGuide:
             "score": result.score,
             "passed": result.passed,
             "method": result.method,
-            "missing": result.missing_keywords,
+            "missing": result.missing_parts or result.missing_keywords,
             "explanation": result.explanation,
         }
         state["test_results"].append(row)
         if result.passed:
             head = f"✓ Correct ({result.score:.0%}). {result.explanation}"
+        elif result.method == "partial":
+            head = f"◐ Half right ({result.score:.0%}). {result.explanation}"
         else:
             head = f"✗ Not quite ({result.score:.0%}). {result.explanation}"
         if not result.passed or result.missing_keywords:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from sessions.guide.roles import why_it_fits
+
 # A guide message is shown as several bubbles, split at this marker (readable parts, not a wall).
 PART_BREAK = "\n\n"
 
@@ -70,7 +72,9 @@ def entity_prompt(topic: dict, realm: dict, state: dict, legend: list[dict]) -> 
     return "\n".join(idea) + PART_BREAK + "\n".join(ask) + PART_BREAK + how
 
 
-def mapping_feedback(*, entity: dict, symbol: str, why: str, source: str, fit: float, meaning: str) -> str:
+def mapping_feedback(
+    *, entity: dict, symbol: str, why: str, source: str, fit: float, meaning: str, symbol_info: dict | None = None
+) -> str:
     """Why the mapping works, never a verdict against it.
 
     A symbol the guide proposed is explained with the link it was chosen for (criticising
@@ -78,9 +82,8 @@ def mapping_feedback(*, entity: dict, symbol: str, why: str, source: str, fit: f
     the realm, is accepted and tied to what it has to carry, since the best image is the one
     the learner remembers.
     """
-    carry = entity.get("gist") or entity["description"]
     if source == "suggested":
-        return f"Why it fits: the {symbol} — {meaning.rstrip('.')}; {entity['name']} — {carry.rstrip('.')}."
+        return why_it_fits(entity=entity, symbol=symbol_info or {"name": symbol, "meaning": meaning})
     if source == "own":
         lead = "Your own symbol: a good choice, since images you invent yourself tend to stick best."
     else:

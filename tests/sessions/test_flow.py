@@ -47,7 +47,10 @@ def test_offline_session_end_to_end(learning_content, user, api_client):
     assert art["status"] == "finished" and art["already_finished"] is False
     assert art["artifact_source"] == "deterministic" and art["indexed"] is True
     assert [row["entity"] for row in art["legend"]] == [e["name"] for e in session.topic_pack["entities"]]
-    assert len(art["rules"]) == len(session.topic_pack["truths"]) + 1  # + the learner's own rule
+    own = LearningSession.objects.get(pk=session.pk).state["own_rule"]
+    # The learner's own words stand in the artifact: in place of the rule they restate, or beside the rules.
+    assert own["text"] in art["rules"] and not any(r.startswith("In my words") for r in art["rules"])
+    assert len(art["rules"]) == len(session.topic_pack["truths"]) + (0 if own["matches"] else 1)
     assert any("(the " in rule for rule in art["rules"])
     assert len(art["red_flags"]) == len(session.topic_pack["misconceptions"])
     assert art["legend"][0]["symbol"] in art["script"]

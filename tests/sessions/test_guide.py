@@ -33,14 +33,23 @@ def test_suggestions_are_ranked_by_fit_and_skip_symbols_already_used(guide, pack
     state, _ = _start(guide, pack)
     names = {s["name"] for s in realm["symbols"]}
     meanings = {s["name"]: s["meaning"] for s in realm["symbols"]}
+    symbols = {s["name"]: s for s in realm["symbols"]}
     for entity in topic["entities"]:
         ranked = state["suggestions"][entity["name"]]
         assert set(ranked) <= names and len(ranked) >= 3
-        vecs = local_embedder.embed_documents([entity["gist"], *(meanings[s] for s in ranked)])
-        sims = [cosine(vecs[0], v) for v in vecs[1:]]
-        assert sims == sorted(sims, reverse=True), (entity["name"], ranked)
-    # The gist "carries its birthplace along wherever it goes" should find the Lantern.
-    assert "Lantern" in state["suggestions"]["Closure"][:3]
+        # Symbols playing the concept's role first, then the rest; each group best fit first.
+        in_role = [bool(set(entity["roles"]) & set(symbols[s].get("roles", []))) for s in ranked]
+        assert in_role == sorted(in_role, reverse=True), (entity["name"], ranked)
+        for group in (True, False):
+            picked = [s for s, r in zip(ranked, in_role, strict=True) if r is group]
+            vecs = local_embedder.embed_documents([entity["gist"], *(meanings[s] for s in picked)])
+            sims = [cosine(vecs[0], v) for v in vecs[1:]]
+            assert sims == sorted(sims, reverse=True), (entity["name"], ranked)
+    # A closure and a captured variable are carried along (the Lantern, the Familiar); a lexical
+    # environment is a place that holds things (the Castle, the Vault) — not a Gatekeeper or a Ghost.
+    assert state["suggestions"]["Closure"][0] == "Lantern"
+    assert state["suggestions"]["Captured variable"][0] in {"Lantern", "Familiar"}
+    assert state["suggestions"]["Lexical environment"][0] in {"Castle", "Vault"}
     # A symbol in the legend is never offered again; the next best fit takes its place.
     first = topic["entities"][0]
     taken = state["suggestions"][first["name"]][0]
@@ -254,3 +263,31 @@ def test_short_correct_answer_passes_and_a_wrong_one_is_explained(guide, pack):
     assert not wrong.data["result"]["passed"]
     assert head.startswith("✗ Not quite") and "Missing the key point" in head and "let" in head
     assert "The expected answer:" in head and "contest it" in head
+
+
+def test_why_it_fits_is_one_sentence_naming_the_shared_property():
+    from sessions.guide.roles import ROLES, why_it_fits
+
+    topic = json.loads((DATA_DIR / "topics" / "js-closures.json").read_text())
+    realm = json.loads((DATA_DIR / "realms" / "fantasy.json").read_text())
+    entity = next(e for e in topic["entities"] if e["name"] == "Captured variable")
+    lantern = next(s for s in realm["symbols"] if s["name"] == "Lantern")
+    text = why_it_fits(entity=entity, symbol=lantern)
+    assert text == f"Why it fits: the Lantern and Captured variable both {ROLES['carrier']}."
+    assert text.count(".") == 1 and lantern["meaning"] not in text and entity["gist"] not in text
+
+
+@pytest.mark.parametrize(
+    ("message", "legend", "rule"),
+    [
+        ("The Lantern sees the live value, not a copy", {"Lantern": "Closure"}, 1),
+        ("var in a loop is one shared variable, let gives every round its own", {}, 5),
+        ("closures make code run faster than classes", {}, None),
+    ],
+)
+def test_a_learners_rule_is_matched_to_the_rule_it_restates_or_to_none(local_embedder, message, legend, rule):
+    from sessions.guide.offline import match_rule
+
+    topic = json.loads((DATA_DIR / "topics" / "js-closures.json").read_text())
+    rows = [{"symbol": s, "entity": e} for s, e in legend.items()]
+    assert match_rule(message, topic, rows, local_embedder) == rule

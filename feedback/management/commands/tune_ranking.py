@@ -65,8 +65,8 @@ class Command(BaseCommand):
                     f"{name:<22}{values['before']:>10.4f}{values['after']:>10.4f}"
                     f"{values['after'] - values['before']:>+10.4f}"
                 )
-            self.stdout.write(f"weights before: {report.before}")
-            self.stdout.write(f"weights after:  {report.after}")
+            self.stdout.write(f"weights before: {_weights(report.before)}")
+            self.stdout.write(f"weights after:  {_weights(report.after)}")
             self.stdout.write("per weight: value (fold mean ± sd, folds agreeing on the move)")
             for name, f in report.features.items():
                 self.stdout.write(
@@ -76,6 +76,11 @@ class Command(BaseCommand):
         style = self.style.SUCCESS if report.status == "activated" else self.style.WARNING
         suffix = f" (config #{report.config_id})" if report.config_id else ""
         self.stdout.write(style(f"{report.status}{suffix}: {report.message}"))
+
+
+def _weights(weights: dict) -> str:
+    """``vector 1, text 0.5, …`` rather than the stored dict."""
+    return ", ".join(f"{k.removeprefix('w_')} {v:g}" for k, v in weights.items() if isinstance(v, int | float))
 
 
 def _dump(obj) -> str:

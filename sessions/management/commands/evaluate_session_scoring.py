@@ -9,6 +9,12 @@ The grader itself never reads the ``eval`` block.
 Prints the pass rates (0–1): ``expected_pass``, ``short_pass``, ``paraphrase_pass`` and
 ``wrong_pass`` (targets: 1, 1, ≥ 0.9, ≤ 0.05), the hold-out twins, and
 ``other_question_pass`` (the expected answers of the topic's other tests, which must fail).
+
+``--set learner`` grades the held-apart set in ``sessions/eval/learner_answers.json`` instead:
+answers typed the way learners type (terse, lower case, typos, code fragments), written from the
+questions alone before the grader was read and never tuned on. It prints ``correct_pass`` and
+``wrong_fail`` (targets ≥ 0.95 each) and, for two-part questions answered half right,
+``partial_credit`` (not passed, some credit, the missing part named).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from rag.embeddings import get_embedder
 from sessions.grading import score_answer
+from sessions.learner_eval import LEARNER_SETS, run_learner_set
 from sessions.models import Topic
 
 KINDS = ("expected", "short", "paraphrase", "wrong", "holdout_paraphrase", "holdout_wrong", "other_question")
@@ -47,8 +54,12 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", dest="as_json", help="print the figures as JSON")
         parser.add_argument("--topic", action="append", default=[], help="only this topic slug (repeatable)")
         parser.add_argument("--failures", action="store_true", help="list every misgraded answer")
+        parser.add_argument(
+            "--set", choices=("tuning", "learner"), default="tuning", dest="which",
+            help="tuning: the eval blocks beside each test (default); learner: the held-apart learner-typed set",
+        )
 
-    def handle(self, *args, as_json=False, topic=(), failures=False, **options):
+    def handle(self, *args, as_json=False, topic=(), failures=False, which="tuning", **options):
         topics = Topic.objects.filter(is_active=True).order_by("order", "slug")
         if topic:
             topics = topics.filter(slug__in=topic)
@@ -56,6 +67,9 @@ class Command(BaseCommand):
             if unknown:
                 raise CommandError(f"Unknown topic(s): {', '.join(sorted(unknown))}")
         embedder = get_embedder()
+        if which == "learner":
+            self._learner(topics, embedder, as_json=as_json, failures=failures)
+            return
         started = time.perf_counter()
         counts = {k: [0, 0] for k in KINDS}  # passed, total
         per_topic: dict[str, dict] = {}
@@ -71,6 +85,7 @@ class Command(BaseCommand):
                     r = score_answer(
                         answer, test["expected"], test.get("keywords"), embedder,
                         value=test.get("value"), misconceptions=myths,
+                        parts=test.get("parts"), refuted_by=test.get("refuted_by"),
                     )
                     for c in (counts, t_counts):
                         c[kind][0] += int(r.passed)
@@ -112,6 +127,42 @@ class Command(BaseCommand):
             )
         for m in misgraded:
             self.stdout.write(f"  ✗ {m['topic']} #{m['test']} {m['kind']} ({m['score']}, {m['method']}): {m['answer']}")
+
+
+    def _learner(self, topics, embedder, *, as_json: bool, failures: bool) -> None:
+        results = [run_learner_set(topics, embedder, path) for path in LEARNER_SETS]
+        for out in results:
+            misgraded = out.pop("misgraded")
+            if failures:
+                out["misgraded"] = misgraded
+        if as_json:
+            self.stdout.write(json.dumps(results, indent=2))
+            return
+        for out in results:
+            self._learner_lines(out)
+
+    def _learner_lines(self, out: dict) -> None:
+        misgraded = out.get("misgraded", [])
+        self.stdout.write(
+            f"Learner-typed set {out['set']}: {out['answers']['correct']} right answers, "
+            f"{out['answers']['wrong']} wrong, "
+            f"{out['answers']['partial']} half right · right answers passed {out['correct_pass']:.1%} "
+            f"(target ≥ 95 %) · wrong answers refused {out['wrong_fail']:.1%} (target ≥ 95 %) · "
+            + (
+                f"half-right answers given partial credit with the missing part named {out['partial_credit']:.0%} · "
+                if out["answers"]["partial"] else ""
+            )
+            + f"{out['seconds']} s"
+        )
+        for slug, row in out["topics"].items():
+            self.stdout.write(
+                f"  {slug:20s} right passed {row['correct_pass']:.0%}  wrong refused {row['wrong_fail']:.0%}"
+            )
+        for m in misgraded:
+            self.stdout.write(
+                f"  ✗ {m['topic']} #{m['test']} {m['label']} ({m['score']}, {m['method']}): {m['answer']}"
+                f"  → {m['explanation']}"
+            )
 
 
 def _rate(v: list[int]) -> float:
