@@ -126,7 +126,9 @@ def admin_data(hashing_embedder, tmp_path, django_user_model):
         actor=None, source="admin",
     )  # fmt: skip
     feedback_services.ranking_config_record(weights=RankingWeights.default(), metrics={}, activate=False)
-    store_original(data=b"meeting notes", name="notes.txt", content_type="text/plain")
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(b"meeting notes")
+    store_original(path=notes, name="notes.txt", content_type="text/plain")
     IngestedDocument.objects.create(collection="docs", source_type="api", source_id="a", payload={}, payload_hash="0")
     SourceState.objects.create(collection="docs", source_type="markdown", source_id="a.md")
     NotionSyncState.objects.create(key="default")
