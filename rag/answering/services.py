@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import time
 from collections.abc import Iterator
 from contextlib import closing
@@ -23,7 +24,7 @@ from knowhub.sse import Event
 from rag.acl import Scope
 from rag.answering import conversations as conv
 from rag.answering import followups, history
-from rag.answering.analysis import CHIP_FIELDS, FilterChip, QueryAnalysis, analyse_query, with_chips
+from rag.answering.analysis import CHIP_FIELDS, FilterChip, QueryAnalysis, analyse_query, form_chips, with_chips
 from rag.answering.citations import CitationFilter
 from rag.answering.prompts import COUNT_NOTE, FALLBACK_NOTE, system_prompt
 from rag.answering.selectors import SourceCount, chunks_by_uid, count_sources, document_topics, facet_values
@@ -96,7 +97,10 @@ class _Run:
     searched_query: str = ""
     rewrite: str = "standalone"
     subject: str = ""  # what the follow-up's rewrite found it is about
+    previous_cited: list[str] = field(default_factory=list)  # the turn a follow-up points back to
     chips: list[FilterChip] = field(default_factory=list)
+    lifted: list[FilterChip] = field(default_factory=list)  # stated filters searched without
+    mentions: bool = False  # sources that only mention a person or entity read from the question
     docs: list[SourceDoc] = field(default_factory=list)
     analysis: QueryAnalysis | None = None
     applied: SearchFilters | None = None
@@ -294,17 +298,20 @@ def _boost(hits: list[Hit], boosted: list[Hit], *, top_k: int, bonus: float) -> 
 def _retrieve(run: _Run, llm) -> None:
     """NEW_QUERY: analyse, search (stated filters narrow, guessed ones boost), count."""
     embedder = run.embedder or get_embedder()
-    facets = facet_values(scope=run.scope, collections=run.request.collections)
-    analysis = analyse_query(
-        run.query,
-        today=run.today,
-        facets=facets,
-        llm=llm if llm.generative else None,
-        timeout=min(settings.KNOWHUB_LLM_TIMEOUT, 20.0),
-    )
-    run.analysis = analysis
+    if run.analysis is None:
+        facets = facet_values(scope=run.scope, collections=run.request.collections)
+        run.analysis = analyse_query(
+            # "and in july?" is the earlier question for another period: its filters are those.
+            run.searched_query if run.rewrite == "period" else run.query,
+            today=run.today,
+            facets=facets,
+            llm=llm if llm.generative else None,
+            timeout=min(settings.KNOWHUB_LLM_TIMEOUT, 20.0),
+        )
+    analysis = run.analysis
     run.chips = analysis.active_chips(run.ignored)
-    applied, with_guesses = analysis.split(run.request, run.ignored)
+    lifted = [{"field": c.field, "value": c.value} for c in run.lifted]
+    applied, with_guesses = analysis.split(run.request, run.ignored + lifted)
     guesses = settings.KNOWHUB_ASK_GUESSED_FILTERS
     if guesses == "filter":
         applied = with_guesses
@@ -323,7 +330,12 @@ def _retrieve(run: _Run, llm) -> None:
         return result.hits
 
     applied, hits = _search_with_fallback(run, search, applied, guesses)
+    hits = _with_mentions(run, search, hits, applied=applied, depth=depth)
     hits = _apply_guesses(run, search, hits, applied=applied, with_guesses=with_guesses, guesses=guesses, depth=depth)
+    if run.previous_cited and hits:
+        # "who raised it?": the turn it points back to answers first.
+        earlier = chunks_by_uid(scope=run.scope, uids=run.previous_cited, scores={})
+        hits = _boost(hits, _scored_like(earlier, hits), top_k=depth, bonus=settings.KNOWHUB_ASK_GUESS_BOOST)
     run.applied = applied
     evidence = DocumentEvidence(
         chunk_weights=tuple(settings.KNOWHUB_ASK_DOC_CHUNK_WEIGHTS), topic_weight=settings.KNOWHUB_ASK_DOC_TOPIC_WEIGHT,
@@ -373,6 +385,60 @@ def _mark_agenda(
         topic = max(topics_of(doc.hits, agenda), key=closeness.__getitem__, default="")
         if topic and closeness[topic] >= threshold:
             doc.agenda = topic
+
+
+def _scored_like(extra: list[Hit], hits: list[Hit]) -> list[Hit]:
+    """``extra`` hits given the best score among ``hits`` when they have none of their own."""
+    top = max((h.score for h in hits), default=0.0)
+    known = {h.chunk_uid: h.score for h in hits}
+    return [replace(h, score=known.get(h.chunk_uid, top)) for h in extra]
+
+
+def _with_mentions(run: _Run, search, hits: list[Hit], *, applied: SearchFilters, depth: int) -> list[Hit]:
+    """A person or entity read from the question narrows to what is filed under them, and
+    also keeps what mentions them by name: "what did Leo ask for?" is answered by the meeting
+    where Leo asked, though he is not among its listed people."""
+    names: list[str] = []
+    if applied.people and not run.request.people:
+        names += list(applied.people)
+    if applied.entity and not run.request.entity:
+        names.append(applied.entity)
+    if not names:
+        return hits
+    wider = search(replace(applied, people=list(run.request.people), entity=run.request.entity))
+    patterns = []
+    for name in names:
+        words = [re.escape(w) for w in name.split() if len(w) >= 2]
+        if words:
+            patterns.append(re.compile(rf"\b(?:{re.escape(name)}|{words[0]})\b", re.I))
+    seen = {h.chunk_uid for h in hits}
+    mentions = [h for h in wider if h.chunk_uid not in seen and any(p.search(h.content or "") for p in patterns)]
+    if not mentions:
+        return hits
+    run.mentions = True
+    merged = sorted([*hits, *mentions], key=lambda h: -h.score)[:depth]
+    for rank, h in enumerate(merged, start=1):
+        h.rank = rank
+    return merged
+
+
+def _liftable(run: _Run) -> list[FilterChip]:
+    """Filters read from the question that narrowed the search (the form's are the person's own)."""
+    return [c for c in run.chips if c.origin == "stated" and c.effect == "filter" and c not in run.lifted]
+
+
+def _widen(run: _Run, llm) -> bool:
+    """Search again without the filters read from the question, when under them nothing
+    answered; the chips say so ("nothing dated 2027 — searched everything"). False when there
+    was nothing to lift."""
+    lift = _liftable(run)
+    if not lift:
+        return False
+    run.lifted += lift
+    _retrieve(run, llm)
+    for chip in lift:
+        chip.effect, chip.widened = "dropped", True
+    return True
 
 
 def _search_with_fallback(run: _Run, search, applied: SearchFilters, guesses: str) -> tuple[SearchFilters, list[Hit]]:
@@ -443,11 +509,18 @@ def _reuse(run: _Run, conversation: conv.Conversation) -> None:
         uids = list(last.cited)
     else:
         uids = [r["chunk_uid"] for r in sorted(last.retrieved, key=lambda r: r.get("rank", 0))]
-    run.hits = chunks_by_uid(scope=run.scope, uids=uids, scores=scores)
+    hits = chunks_by_uid(scope=run.scope, uids=uids, scores=scores)
+    # "tell me more about that": "that" is what the last answer quoted, so the documents it
+    # cited are the sources (the others were searched, not used).
+    cited_docs = {doc_key(h) for h in hits if h.chunk_uid in set(last.cited)}
+    if cited_docs:
+        hits = [h for h in hits if doc_key(h) in cited_docs]
+    run.hits = hits
     run.docs = group_hits(run.hits)
     run.applied = run.request
     run.topic = last.topic
-    run.searched_query = last.topic
+    # Nothing was searched: the page says the last answer's sources were read again.
+    run.searched_query = ""
 
 
 def _messages(run: _Run, llm, conversation: conv.Conversation) -> list[dict]:
@@ -468,9 +541,16 @@ def _messages(run: _Run, llm, conversation: conv.Conversation) -> list[dict]:
     sources = [doc.context() for doc in run.docs]
     # Phrases that were applied as filters are not what the question is about: "what did we
     # decide last month?" asks what was decided, among the sources of last month.
-    stated = [c.phrase for c in run.chips if c.effect == "filter"]
+    # A filter lifted because nothing under it answered ("nothing dated 2025") is not what the
+    # question is about either; a name whose mentions were searched too stays in the question,
+    # where it finds the sentence that names the person.
+    stated = [
+        c.phrase for c in run.chips
+        if (c.effect == "filter" or c.widened) and not (run.mentions and c.field in ("people", "entity"))
+    ]  # fmt: skip
     # Filters the person set on the page narrow the sources just as much.
     stated += [f"{key}: {value}" for key, value in run.request.as_dict().items()]
+    question = run.searched_query if run.rewrite == "period" else run.query
     if run.count:
         # A counting question's sources are the counted entries: quote them as exemplars.
         stated.append(f"{STATED_COUNT}{run.count['target']}")
@@ -485,7 +565,7 @@ def _messages(run: _Run, llm, conversation: conv.Conversation) -> list[dict]:
     messages.append(
         {
             "role": "user",
-            "content": format_user_prompt(question=run.query, sources=sources, focus=run.topic, stated=stated),
+            "content": format_user_prompt(question=question, sources=sources, focus=run.topic, stated=stated),
         }
     )
     return messages
@@ -525,6 +605,8 @@ def _pipeline(run: _Run) -> Iterator[AskEvent]:
                 run.strategy = conv.NEW_QUERY
                 _rewrite(run, llm, conversation)
                 _retrieve(run, llm)
+        if run.strategy == conv.NEW_QUERY and not run.docs:
+            _widen(run, llm)  # a filter read from the question left nothing: search everything
 
         if llm.generative:
             yield AskEvent("sources", _sources_payload(run))
@@ -540,6 +622,9 @@ def _pipeline(run: _Run) -> Iterator[AskEvent]:
             # sources listed are never contradicted by "nothing relevant", and they are numbered
             # in the order the answer cites them.
             parts = _answer_offline(run, llm, conversation) if run.docs else []
+            if not parts and run.strategy == conv.NEW_QUERY and _widen(run, llm):
+                # Nothing under a filter read from the question answers: answer from everything.
+                parts = _answer_offline(run, llm, conversation) if run.docs else []
             yield AskEvent("sources", _sources_payload(run))
             if run.count:
                 yield _delta(run, run.count["statement"] + "\n\n")
@@ -568,15 +653,18 @@ def _rewrite(run: _Run, llm, conversation: conv.Conversation) -> None:
     if llm.generative:
         pairs = [(ex.query, ex.answer) for ex in conversation.exchanges]
         rewrite = followups.llm_rewrite(
-            question=run.query, exchanges=pairs, llm=llm, timeout=min(settings.KNOWHUB_LLM_TIMEOUT, 20.0)
-        )
+            question=run.query, exchanges=pairs, llm=llm, timeout=min(settings.KNOWHUB_LLM_TIMEOUT, 20.0),
+            today=run.today,
+        )  # fmt: skip
     else:
         rewrite = followups.offline_rewrite(
-            question=run.query, previous=[ex.topic or ex.query for ex in conversation.exchanges]
+            question=run.query, previous=[ex.topic or ex.query for ex in conversation.exchanges], today=run.today
         )
     run.searched_query = rewrite.searched_query[:MAX_QUERY_CHARS]
     run.rewrite = rewrite.kind
     run.subject = rewrite.subject
+    if rewrite.kind in ("carried", "llm"):
+        run.previous_cited = list(conversation.last.cited)
 
 
 def _answer_offline(run: _Run, llm, conversation: conv.Conversation) -> list[str]:
@@ -660,7 +748,8 @@ def _generate(run: _Run, llm, conversation: conv.Conversation) -> Iterator[AskEv
 
 
 def _chips_payload(run: _Run) -> list[dict]:
-    return [c.as_dict() for c in run.chips]
+    """The filters of this answer: those set in the form first, then those read from the question."""
+    return [c.as_dict() for c in [*form_chips(run.request), *run.chips]]
 
 
 def _sources_payload(run: _Run) -> dict:

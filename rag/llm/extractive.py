@@ -489,8 +489,11 @@ class ExtractiveLLM:
         if not self._relevant(candidates, q_terms) and not narrowed and not on_agenda:
             return [], best_similarity
         more = any(phrase.startswith(STATED_MORE_ABOUT) for phrase in stated or [])
-        floor_ratio = self.more_floor_ratio if more else self.floor_ratio
-        return self._choose(candidates, vecs, floor_ratio=floor_ratio), best_similarity
+        # "What did we decide with Acme?", "what are the steps…": the answer is every decision
+        # (step) the sources hold, often one a document, not the one closest to the question.
+        whole = wants_all(q_terms)
+        floor_ratio = self.more_floor_ratio if more or whole else self.floor_ratio
+        return self._choose(candidates, vecs, floor_ratio=floor_ratio, whole=whole), best_similarity
 
     def _relevant(self, candidates: list[Sentence], q_terms: set[str]) -> bool:
         """Whether any candidate answers the question rather than merely sharing its topic.
@@ -519,7 +522,9 @@ class ExtractiveLLM:
             for c in candidates
         )
 
-    def _choose(self, candidates: list[Sentence], vecs: list[list[float]], *, floor_ratio: float) -> list[Sentence]:
+    def _choose(
+        self, candidates: list[Sentence], vecs: list[list[float]], *, floor_ratio: float, whole: bool = False
+    ) -> list[Sentence]:
         """Pick the answer's sentences by maximal marginal relevance, then put them in reading order.
 
         After the first, a sentence must reach ``floor_ratio`` of its relevance (or be among the
@@ -539,6 +544,8 @@ class ExtractiveLLM:
                 # Once a document answers, its neighbouring sentences read better than a hop to
                 # another document that merely shares words.
                 focus = self.focus_bonus if chosen and c.source.n == chosen[0].source.n else 0.0
+                if whole and _says_kind(c.text):  # another decision is worth the hop
+                    focus = max(focus, self.focus_bonus)
                 return self.mmr_lambda * (c.score + focus) - (1 - self.mmr_lambda) * redundancy
 
             pick = max(pool, key=mmr)
@@ -612,6 +619,22 @@ class ExtractiveLLM:
             else:
                 yield cite(first.text, first.source.n)
             previous = first.source.n
+
+
+# Questions whose answer is a list the sources spread out: every decision, every step.
+_LIST_TERMS = frozenset(
+    stem(w) for w in ["decide", "decision", "agree", "step", "conclude", "action", "todo", "outcome", "resolve"]
+)
+_LIST_WORD_RE = re.compile(r"\b(?:decision|decided|decide|agreed|agree|step|action item|concluded|resolved)s?\b", re.I)
+
+
+def wants_all(q_terms: set[str]) -> bool:
+    """A short question asking for a kind of thing ("what did we decide with Acme?"), not one fact."""
+    return bool(q_terms & _LIST_TERMS) and len(q_terms - _LIST_TERMS - GENERIC_TERMS) <= 2
+
+
+def _says_kind(text: str) -> bool:
+    return bool(_LIST_WORD_RE.search(text))
 
 
 # Words that say what kind of answer is wanted, not what it is about.
