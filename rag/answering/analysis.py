@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from rag.answering.selectors import Facets
+from rag.answering.sources import collection_label
 from rag.llm.base import LLMError, LLMProvider
 from rag.search import SearchFilters
 
@@ -36,8 +37,12 @@ _NUM_WORDS = {
     "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3,
 }  # fmt: skip
 _NUM_RE = r"\d{1,3}|" + "|".join(sorted(_NUM_WORDS, key=len, reverse=True))
+# Questions that count entries of the notes ("how many times did I meet Leo", "how often"), not
+# any "how many": "how many analysts are in the pilot?" asks for a fact the sources state.
 COUNTING_RE = re.compile(
-    r"\bhow (?:many|often)\b|\bnumber of (?:times|days|meetings|entries|occasions)\b|\bcount (?:of|the)\b",
+    r"\bhow often\b|\bhow many (?:(?:more |other )?(?:times|meetings|entries|notes|calls|sessions|days|pages|"
+    r"documents|occasions|journal entries))\b|\bnumber of (?:times|days|meetings|entries|occasions)\b"
+    r"|\bcount (?:of|the)\b",
     re.I,
 )
 
@@ -175,12 +180,6 @@ class QueryAnalysis:
         guessed = [c for c in self.active_chips(ignored) if c.origin == "guessed"]
         applied = with_chips(request, stated)
         return applied, with_chips(applied, guessed)
-
-
-def collection_label(name: str) -> str:
-    """A collection's name as a person reads it: "course_content" → "Course content"."""
-    words = re.sub(r"[_\s]+", " ", name or "").strip()
-    return words[:1].upper() + words[1:] if words else name
 
 
 def form_chips(request: SearchFilters) -> list[FilterChip]:

@@ -235,6 +235,7 @@ def tidy_speech(text: str) -> str:
     The words said stay in their order; hesitations and false starts go, and so do discourse
     markers that only open a turn ("yeah", "so", "and", "but"). ("Um, build a system that, uh,
     classifies these, um these" → "Build a system that classifies these".)"""
+    original = text
     text = re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r"\s+", " ", _FILLER_RE.sub(" ", text)))
     text = re.sub(r"([,;:])(?:\s*[,;:])+", r"\1", text)
     # "the project. Um." lost its "Um" but kept the stop: one stop (an ellipsis stays).
@@ -248,7 +249,11 @@ def tidy_speech(text: str) -> str:
     # "you guys. Um sends a message" lost its "Um": the sentence starts with a capital again.
     text = _SENTENCE_START_RE.sub(lambda m: m[1] + m[2].upper(), text)
     text = _LEAD_MARKER_RE.sub("", text)
-    return text[:1].upper() + text[1:] if text else text
+    # A turn that lost its opening "um, so" starts with a capital again; one that begins as the
+    # speaker began it keeps its case ("knowhub can pull…" is the product's name).
+    if text and not original.lstrip().startswith(text[:12]):
+        return text[:1].upper() + text[1:]
+    return text
 
 
 def split_turns(text: str, *, max_chars: int = 400) -> list[tuple[str, str]]:
@@ -545,7 +550,7 @@ class ExtractiveLLM:
                 # another document that merely shares words.
                 focus = self.focus_bonus if chosen and c.source.n == chosen[0].source.n else 0.0
                 if whole and _says_kind(c.text):  # another decision is worth the hop
-                    focus = max(focus, self.focus_bonus)
+                    focus = 2 * self.focus_bonus
                 return self.mmr_lambda * (c.score + focus) - (1 - self.mmr_lambda) * redundancy
 
             pick = max(pool, key=mmr)
