@@ -150,7 +150,6 @@ DEMO_DOCUMENTS: list[dict] = [
         "title": "Platform team budget 2027",
         "domain": "engineering",
         "tags": ["budget", "planning"],
-        "days_ago": 30,
         "text": (
             "The platform team budget for 2027 is 412,000 euros, up from 365,000 euros this year. Most of the "
             "increase pays for a second on-call engineer from March.\n\n"

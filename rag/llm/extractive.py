@@ -20,7 +20,7 @@ from functools import lru_cache
 from rag.llm.base import Completion, LLMError
 from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, ContextSource, parse_stated, parse_user_prompt
 from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitations, role names
-    _SPEAKER_RE,
+    SPEAKER_RE,
     agenda_lead,
     lend_to_replies,
     names_speaker,
@@ -155,7 +155,7 @@ def split_turns(text: str, *, max_chars: int = 400) -> list[tuple[str, str]]:
     and a colon; anything else has no speakers (a lone "Note: …" line is not a turn).
     """
     lines = text.splitlines()
-    turns = [_SPEAKER_RE.match(line) for line in lines]
+    turns = [SPEAKER_RE.match(line) for line in lines]
     if sum(1 for m in turns if m) < 2:
         return [("", s) for s in split_sentences(text, max_chars=max_chars)]
     out: list[tuple[str, str]] = []

@@ -35,7 +35,7 @@ def says_something(text: str) -> bool:
     return bool(content_terms(text) - _CHAT_TERMS)
 
 
-_SPEAKER_RE = re.compile(r"^\s*([A-Z][\w.'’-]*(?: [A-Za-z0-9][\w.'’-]*){0,3}):\s+(\S.*)$")
+SPEAKER_RE = re.compile(r"^\s*([A-Z][\w.'’-]*(?: [A-Za-z0-9][\w.'’-]*){0,3}):\s+(\S.*)$")
 
 
 # Hesitation sounds, and a word or two said twice in a row ("the the", "I I", "we were we were"):

@@ -68,6 +68,20 @@ def test_a_stated_period_with_nothing_in_it_is_lifted_and_the_chip_says_so(demo)
     assert body["citations"] and ("Decision" in body["answer"] or "agreed" in body["answer"]), body["answer"]
 
 
+def test_a_period_with_nothing_in_it_is_lifted_while_the_name_still_narrows(users, local_embedder):  # noqa: F811
+    from rag.models import Project
+    from tests.rag.answering.conftest import corpus_documents
+
+    Project.objects.create(slug="deal", name="Deal team")
+    assert not chunk_upsert(documents=corpus_documents("deal", 1), embedder=local_embedder).errors
+    member = users["member"]
+    body = ask_collect(user=member, scope=Scope.for_user(member), query="Did I see Ana in the past week?", log=False)
+    date, person = chip(body, "date"), chip(body, "people")
+    assert date["widened"] and date["label"] == "nothing dated the past week — searched everything"
+    assert (person["value"], person["effect"]) == ("Ana", "filter") and body["fallback"] is None
+    assert body["filters"]["people"] == ["Ana"] and body["filters"].get("date_from") is None
+
+
 def test_a_named_person_also_finds_the_meeting_that_mentions_them(demo):
     body = ask(demo["member"], "what did Leo ask for?")
     assert chip(body, "people")["value"] == "Leo Martin"
