@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from rag.llm.base import Completion, LLMError
 from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, ContextSource, parse_stated, parse_user_prompt
+from rag.llm.prose import expected_form_missing, unmentioned_names
 from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitations, role names
     SPEAKER_RE,
     agenda_lead,
@@ -341,12 +342,18 @@ class ExtractiveLLM:
         on_agenda = any(src.agenda for src in sources)
         if not self._relevant(candidates, q_terms) and not narrowed and not on_agenda:
             return [], best_similarity
+        prose = not any(c.speaker for c in candidates)
+        if prose and not narrowed and unmentioned_names(question, " ".join(f"{s.title} {s.text}" for s in sources)):
+            return [], best_similarity  # it names something the sources never mention
         more = any(phrase.startswith(STATED_MORE_ABOUT) for phrase in stated or [])
         # "What did we decide with Acme?", "what are the steps…": the answer is every decision
         # (step) the sources hold, often one a document, not the one closest to the question.
         whole = wants_all(q_terms)
         floor_ratio = self.more_floor_ratio if more or whole else self.floor_ratio
-        return self._choose(candidates, vecs, floor_ratio=floor_ratio, whole=whole), best_similarity
+        chosen = self._choose(candidates, vecs, floor_ratio=floor_ratio, whole=whole)
+        if prose and not narrowed and expected_form_missing(question, [c.text for c in chosen]):
+            return [], best_similarity  # "when…?" answered by no date, "how many…?" by no number
+        return chosen, best_similarity
 
     def _relevant(self, candidates: list[Sentence], q_terms: set[str]) -> bool:
         """Whether any candidate answers the question rather than merely sharing its topic.

@@ -93,9 +93,11 @@ def check_turn(turn: dict, body: dict) -> list[str]:
     return problems
 
 
-def run_dialogues(client, users: dict, dialogues: list[dict]) -> tuple[int, int, list[str]]:
+def run_dialogues(client, users: dict, dialogues: list[dict]) -> tuple[int, int, list[str], list[str]]:
+    """Every turn asked: (turns passed, turns, failures not known, known failures and fixed ones)."""
     passed = total = 0
     failures: list[str] = []
+    known: list[str] = []
     for dialogue in dialogues:
         user = users[dialogue.get("user", "member")]
         client.force_login(user)
@@ -110,24 +112,29 @@ def run_dialogues(client, users: dict, dialogues: list[dict]) -> tuple[int, int,
             conversation_id = body.get("conversation_id")
             problems = check_turn(turn, body)
             total += 1
+            name = f"{dialogue['id']}[{i}] {turn['ask']!r}"
             if problems:
-                failures.append(f"{dialogue['id']}[{i}] {turn['ask']!r}: " + "; ".join(problems))
+                (known if turn.get("known_failure") else failures).append(f"{name}: " + "; ".join(problems))
             else:
                 passed += 1
-    return passed, total, failures
+                if turn.get("known_failure"):
+                    known.append(f"{name}: passes now (known failure: {turn['known_failure']})")
+    return passed, total, failures, known
 
 
-def _report(name: str, passed: int, total: int, failures: list[str]) -> None:
+def _report(name: str, passed: int, total: int, failures: list[str], known: list[str]) -> None:
     print(f"\nscenarios {name}: {passed}/{total} turns passed")
     for line in failures:
         print("  FAIL", line)
+    for line in known:
+        print("  KNOWN", line)
 
 
 def test_demo_scenarios(client, users, local_embedder, pinned_today):
     result = chunk_upsert(documents=demo_documents(DEMO_TODAY), embedder=local_embedder)
     assert not result.errors
-    passed, total, failures = run_dialogues(client, users, SCENARIOS["demo"])
-    _report("demo", passed, total, failures)
+    passed, total, failures, known = run_dialogues(client, users, SCENARIOS["demo"])
+    _report("demo", passed, total, failures, known)
     assert not failures, "\n".join(failures)
 
 
@@ -141,6 +148,6 @@ def test_logseq_scenarios(client, users, local_embedder, pinned_today, tmp_path)
         shutil.copy(root / "pages" / name, graph / "pages" / name)
     run = sync_markdown(path=graph, fmt="logseq", collection="logseq-docs", embedder=local_embedder)
     assert run.status == "done", run
-    passed, total, failures = run_dialogues(client, users, SCENARIOS["logseq"])
-    _report("logseq", passed, total, failures)
+    passed, total, failures, known = run_dialogues(client, users, SCENARIOS["logseq"])
+    _report("logseq", passed, total, failures, known)
     assert not failures, "\n".join(failures)
