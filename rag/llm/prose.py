@@ -9,6 +9,7 @@ is looser ("the thing we said last week"), so transcripts are left to ``rag.llm.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from rag.words import STOPWORDS
 
@@ -50,13 +51,22 @@ def unmentioned_names(question: str, sources_text: str) -> list[str]:
     first = re.match(r"\s*([\w'’.-]+)", question)
     if first and words and words[0] == first.group(1):
         words = words[1:]  # a sentence's first word is capitalised anyway
-    said = sources_text.lower()
+    said = _fold(sources_text)
+    # A name spelt a little differently ("Kucukdeveci", "Gebhard v Consiglio…") is still the same
+    # name: its first five letters beginning a word of the sources will do.
+    starts = {w[:5] for w in re.findall(r"[a-z0-9]+", said)}
     missing = []
     for word in words:
-        low = word.lower().strip(".'’")
-        if low in STOPWORDS or len(low) < 2:
+        low = _fold(word).strip(".'’")
+        if low in STOPWORDS or len(low) < 2 or not re.fullmatch(r"[a-z0-9'’.-]+", low):
             continue
         stem = low[:-2] if low.endswith(("'s", "’s")) else low
-        if not re.search(rf"(?<![\w]){re.escape(stem)}", said):
-            missing.append(word)
+        if re.search(rf"(?<![\w]){re.escape(stem)}", said) or (len(stem) >= 5 and stem[:5] in starts):
+            continue
+        missing.append(word)
     return missing
+
+
+def _fold(text: str) -> str:
+    """Lower case without accents: "Küçükdeveci" is "kucukdeveci"."""
+    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
