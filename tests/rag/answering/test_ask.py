@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 
 from feedback.models import Interaction
-from rag.answering import services
+from rag.answering import retrieval
 from tests.rag.answering.conftest import JOURNAL, TODAY
 from tests.rag.answering.fake_openai import FakeOpenAI, use_fake
 
@@ -200,8 +200,8 @@ def test_follow_ups_reuse_the_context_and_a_new_topic_searches_again(alice, corp
     first = post(alice, ASK, {"query": "What is a closure in JavaScript?"}).json()
     cid = first["conversation_id"]
     searches = []
-    real_search = services.chunk_search
-    monkeypatch.setattr(services, "chunk_search", lambda **kw: searches.append(kw["query"]) or real_search(**kw))
+    real_search = retrieval.chunk_search
+    monkeypatch.setattr(retrieval, "chunk_search", lambda **kw: searches.append(kw["query"]) or real_search(**kw))
 
     more = post(alice, ASK, {"query": "tell me more", "conversation_id": cid}).json()
     assert more["strategy"] == "REUSE" and searches == []
