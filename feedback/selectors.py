@@ -47,7 +47,18 @@ def conversation_turns(*, user, conversation_id: str, newest_first: bool = False
     qs = Interaction.objects.filter(kind=Interaction.Kind.ASK, filters__conversation_id=conversation_id)
     qs = qs.filter(user=user) if getattr(user, "is_authenticated", False) else qs.filter(user__isnull=True)
     order = ("-created_at", "-id") if newest_first else ("created_at", "id")
-    return list(qs.order_by(*order)[:limit])
+    rows = list(qs.order_by(*order)[:limit])
+    # The thumbs given to each source of a turn, so a reloaded page shows them as they were left.
+    labels: dict[int, dict[str, str]] = {}
+    for interaction_id, chunk_uid, label in (
+        Judgment.objects.filter(interaction__in=rows, preferred_over="")
+        .order_by("updated_at")
+        .values_list("interaction_id", "chunk_uid", "label")
+    ):
+        labels.setdefault(interaction_id, {})[chunk_uid] = label
+    for row in rows:
+        row.source_judgments = labels.get(row.pk, {})
+    return rows
 
 
 def conversation_turn_counts(*, user, conversation_ids: list[str]) -> dict[str, int]:

@@ -31,6 +31,7 @@ class TurnSourceSerializer(SourceRowSerializer):
     snippet = serializers.CharField(required=False)
     cited = serializers.BooleanField(required=False)
     chunks = serializers.ListField(child=serializers.DictField(), required=False)
+    collection_label = serializers.CharField(required=False, help_text="The collection as a person reads it.")
 
 
 class TurnSerializer(serializers.Serializer):
@@ -48,6 +49,10 @@ class TurnSerializer(serializers.Serializer):
     )
     citations = CitationSerializer(many=True)
     count = serializers.DictField(allow_null=True)
+    judgments = serializers.DictField(
+        child=serializers.ChoiceField(choices=["positive", "negative"]), required=False,
+        help_text="The thumbs given to the turn's sources: {chunk_uid: positive | negative}.",
+    )  # fmt: skip
     searched_query = serializers.CharField(
         required=False, help_text="The question as searched, when a follow-up was rewritten."
     )

@@ -162,6 +162,19 @@ DEMO_DOCUMENTS: list[dict] = [
         ),
     },
     {
+        "id": "platform-budget-2027",
+        "collection": "planning",
+        "title": "Platform team budget 2027",
+        "domain": "engineering",
+        "tags": ["budget", "planning"],
+        "text": (
+            "The platform team budget for 2027 is 412,000 euros, up from 365,000 euros this year. Most of the "
+            "increase pays for a second on-call engineer from March.\n\n"
+            "Plans for next year: hire the second on-call engineer, move search to pgvector 0.8 iterative scans, "
+            "and run OCR on every ingestion path. Hosting stays on the two existing servers."
+        ),
+    },
+    {
         "id": "meeting-acme-kickoff",
         "collection": "meetings",
         "title": "Acme Capital kickoff",

@@ -30,6 +30,8 @@ class LoggedTurn(Protocol):
     model: str
     outcome: int | None
     created_at: dt.datetime
+    # {chunk_uid: "positive" | "negative"}: the thumbs given to the turn's sources.
+    source_judgments: dict[str, str]
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from django.utils import timezone
 from rag import term_stats, text_search
 from rag.chunking import split_text
 from rag.embeddings import Embedder, EmbeddingError, get_embedder
+from rag.index_version import index_changed
 from rag.models import Chunk, ChunkHistory, Project
 from rag.units import SourceDocument, Visibility
 
@@ -348,6 +349,8 @@ def chunk_upsert(
     result.embedded += len(vectors)
     for key in dirty:
         result.add(_write_source(key, planned[key], vectors, embedder, texts))
+    if dirty:
+        index_changed()
     if dirty and text_search.active_backend().name == "sql":
         term_stats.maybe_compact()  # BM25 frequencies: fold the trigger's deltas now and then
     return result
@@ -357,9 +360,12 @@ def source_soft_delete(*, collection: str, source_type: str, source_ids: list[st
     """Hide a vanished source's chunks from search; they stay stored and come back on re-sync."""
     if not source_ids:
         return 0
-    return Chunk.objects.filter(
+    hidden = Chunk.objects.filter(
         collection=collection, source_type=source_type, source_id__in=source_ids, deleted_at__isnull=True
     ).update(deleted_at=timezone.now())
+    if hidden:
+        index_changed()
+    return hidden
 
 
 @transaction.atomic
@@ -385,7 +391,10 @@ def source_delete(*, collection: str, source_type: str, source_ids: list[str]) -
         ChunkHistory(chunk_uid=uid, change="deleted", content=content, content_hash=digest, title=title)
         for uid, content, digest, title in qs.values_list("chunk_uid", "content", "content_hash", "title")
     )
-    return qs.delete()[0]
+    deleted = qs.delete()[0]
+    if deleted:
+        transaction.on_commit(index_changed)
+    return deleted
 
 
 def index_reembed(

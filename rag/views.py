@@ -10,6 +10,7 @@ from rag.acl import Scope
 from rag.answering.conversations import CONVERSATION_ID_RE
 from rag.answering.history import conversation_exists
 from rag.answering.selectors import facet_values
+from rag.answering.sources import collection_label
 from rag.documents import document_for_chunk
 from rag.llm import available_models, default_model_id
 
@@ -18,7 +19,9 @@ from rag.llm import available_models, default_model_id
 def ask_page(request):
     """Question box, filters from the caller's facets, model choice, the history list; the answer
     streams in via JS. ``?c=<id>`` reopens one of the caller's conversations."""
-    facets = facet_values(scope=Scope.for_user(request.user))
+    facets = facet_values(scope=Scope.for_user(request.user)).as_dict()
+    # Collections by a name a person reads ("Course content"); the form still sends the value.
+    facets["collections"] = [{**c, "label": collection_label(c["value"])} for c in facets["collections"]]
     conversation_id, missing = "", False
     requested = request.GET.get("c", "")
     if requested:
@@ -30,7 +33,7 @@ def ask_page(request):
         request,
         "rag/ask.html",
         {
-            "facets": facets.as_dict(),
+            "facets": facets,
             "models": [m.as_dict() for m in available_models()],
             "default_model": default_model_id(),
             "conversation_id": conversation_id,

@@ -20,3 +20,37 @@ they this those through to too under until up very was we were what when where w
 whom why will with would you your yours yourself yourselves tell please show give explain
 describe does much many way ways use using used get make know want need also"""
 STOPWORDS = frozenset(_STOP_TEXT.split())
+
+
+# Word families the crude stemmer cannot join: a question asks "what did we decide", the notes
+# say "Decision:". Ordinary English morphology, not tuned to any corpus.
+_FAMILIES = {
+    "decision": "decide", "decisions": "decide", "decided": "decide", "deciding": "decide",
+    "agreement": "agree", "agreed": "agree", "conclusion": "conclude", "concluded": "conclude",
+    "complaint": "complain", "complaints": "complain", "complained": "complain",
+    "proposal": "propose", "proposed": "propose", "discussion": "discuss", "discussed": "discuss",
+    "recommendation": "recommend", "suggestion": "suggest", "explanation": "explain",
+    "description": "describe", "preference": "prefer", "preferred": "prefer", "decrease": "decrease",
+    "raised": "raise", "raising": "raise", "said": "say", "says": "say", "thought": "think",
+}  # fmt: skip
+
+
+def stem(word: str) -> str:
+    """A deliberately crude stemmer: enough to match "meetings" with "meeting"."""
+    word = word.lower().strip("'.-")
+    if word in _FAMILIES:
+        return _FAMILIES[word]
+    if word.endswith(("'s", "’s")):
+        word = word[:-2]
+    if len(word) > 4 and word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "edly", "ed", "er"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def content_terms(text: str) -> set[str]:
+    return {stem(w) for w in WORD_RE.findall(text) if w.lower() not in STOPWORDS and len(w) > 1}

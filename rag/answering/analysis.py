@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from rag.answering.selectors import Facets
+from rag.answering.sources import collection_label
 from rag.llm.base import LLMError, LLMProvider
 from rag.search import SearchFilters
 
@@ -36,8 +37,12 @@ _NUM_WORDS = {
     "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3,
 }  # fmt: skip
 _NUM_RE = r"\d{1,3}|" + "|".join(sorted(_NUM_WORDS, key=len, reverse=True))
+# Questions that count entries of the notes ("how many times did I meet Leo", "how often"), not
+# any "how many": "how many analysts are in the pilot?" asks for a fact the sources state.
 COUNTING_RE = re.compile(
-    r"\bhow (?:many|often)\b|\bnumber of (?:times|days|meetings|entries|occasions)\b|\bcount (?:of|the)\b",
+    r"\bhow often\b|\bhow many (?:(?:more |other )?(?:times|meetings|entries|notes|calls|sessions|days|pages|"
+    r"documents|occasions|journal entries))\b|\bnumber of (?:times|days|meetings|entries|occasions)\b"
+    r"|\bcount (?:of|the)\b",
     re.I,
 )
 
@@ -63,21 +68,45 @@ class FilterChip:
 
     field: str
     value: str
-    origin: str
+    origin: str  # stated | guessed | form (set in the page's filters, or the API request)
     phrase: str
     effect: str = "filter"
+    # Set when the filter was lifted because nothing under it answered: the chip says what was
+    # searched instead ("nothing dated 2027 — searched everything").
+    widened: bool = False
 
     @property
     def label(self) -> str:
+        if self.widened:
+            return f"{self._nothing()} — searched everything"
         value = self.value.replace("/", " – ") if self.field == "date" else self.value
+        if self.field == "collections":
+            value = collection_label(self.value)
+        if self.origin == "form":
+            return f"{_FIELD_NAMES[self.field]}: {value} (set in the filters)"
         source = f"from the word '{self.phrase}'" if self.origin == "guessed" else f"from '{self.phrase}'"
         return f"{_FIELD_NAMES[self.field]}: {value} ({source})"
 
+    def _nothing(self) -> str:
+        if self.field == "date":
+            period = re.sub(r"^(?:in|on|for|during)\s+", "", self.phrase.strip(), flags=re.I)
+            return f"nothing dated {period or self.value.replace('/', ' – ')}"
+        if self.field == "people":
+            return f"nothing with {self.value}"
+        if self.field == "tags":
+            return f"nothing tagged {self.value}"
+        if self.field == "collections":
+            return f"nothing in {collection_label(self.value)}"
+        return f"nothing about {self.value}"
+
     def as_dict(self) -> dict:
-        return {
+        out = {
             "field": self.field, "value": self.value, "origin": self.origin, "phrase": self.phrase,
             "effect": self.effect, "label": self.label,
         }  # fmt: skip
+        if self.widened:
+            out["widened"] = True
+        return out
 
     def matches(self, ignored: list[dict]) -> bool:
         for item in ignored:
@@ -151,6 +180,25 @@ class QueryAnalysis:
         guessed = [c for c in self.active_chips(ignored) if c.origin == "guessed"]
         applied = with_chips(request, stated)
         return applied, with_chips(applied, guessed)
+
+
+def form_chips(request: SearchFilters) -> list[FilterChip]:
+    """The filters set in the form (or the API request) as chips, so the answer shows them."""
+    chips: list[FilterChip] = []
+    if request.date_from or request.date_to:
+        value = (
+            f"{request.date_from.isoformat() if request.date_from else ''}"
+            f"/{request.date_to.isoformat() if request.date_to else ''}"
+        )
+        chips.append(FilterChip(field="date", value=value, origin="form", phrase=""))
+    chips += [FilterChip(field="collections", value=c, origin="form", phrase="") for c in request.collections or []]
+    chips += [FilterChip(field="people", value=p, origin="form", phrase="") for p in request.people or []]
+    if request.entity:
+        chips.append(FilterChip(field="entity", value=request.entity, origin="form", phrase=""))
+    chips += [FilterChip(field="tags", value=t, origin="form", phrase="") for t in request.tags or []]
+    if request.domain:
+        chips.append(FilterChip(field="domain", value=request.domain, origin="form", phrase=""))
+    return chips
 
 
 def with_chips(filters: SearchFilters, chips: list[FilterChip]) -> SearchFilters:
@@ -379,9 +427,22 @@ def _recently(low: str, today: dt.date) -> _DateRange | None:
     return None
 
 
+def _next_unit(low: str, today: dt.date) -> _DateRange | None:
+    if m := re.search(r"\b(?:the\s+)?next\s+(week|month|year)\b", low):
+        unit = m[1]
+        if unit == "week":
+            monday = today - dt.timedelta(days=today.weekday()) + dt.timedelta(days=7)
+            return _found(m, monday, monday + dt.timedelta(days=6))
+        if unit == "month":
+            first = _shift_months(today.replace(day=1), -1)
+            return _found(m, *_month_range(first.year, first.month))
+        return _found(m, dt.date(today.year + 1, 1, 1), dt.date(today.year + 1, 12, 31))
+    return None
+
+
 _DATE_PHRASES = (
     _between, _last_n_units, _the_last_unit, _ago, _this_or_last_unit, _since,
-    _before, _in_period, _named_day, _recently,
+    _before, _in_period, _named_day, _recently, _next_unit,
 )
 
 
@@ -481,8 +542,12 @@ def build_chips(query: str, analysis: QueryAnalysis) -> list[FilterChip]:
         phrase = analysis.date_phrase if analysis.date_phrase not in ("", "(model)") else ""
         if not phrase and (m := _TEMPORAL_RE.search(query)):
             phrase = m.group(0)
-        # "recently" names no period: the three months it maps to are a guess.
+        # "recently" names no period: the three months it maps to are a guess. A period the
+        # question is about rather than one it looks in ("the budget for 2027", "plans for next
+        # year") is part of the subject: documents dated then rank higher, none is hidden.
         vague = bool(re.fullmatch(r"(?:recently|lately)", phrase.strip(), re.I))
+        vague = vague or bool(re.match(r"(?:for|next)\b", phrase.strip(), re.I))
+        vague = vague or bool(re.search(r"\bnext\b", phrase, re.I))
         chips.append(
             FilterChip(
                 field="date",

@@ -27,6 +27,17 @@ _POINTER_RE = re.compile(
     r"\b(?:that|this|it|its|those|these|them|they|their|he|she|him|his|her|there|the same|the other|one)\b", re.I
 )
 _PRONOUN_ONLY_RE = re.compile(r"^(?:it|that|this|them|those|these|they|him|her|there)$", re.I)
+# "this year", "that day", "the other week": a pointer word that names a time, not the conversation.
+_TIME_POINTER_RE = re.compile(
+    r"\b(?:this|that|last|next|the other|the same)\s+(?:morning|afternoon|evening|day|week|month|quarter|year|time)\b",
+    re.I,
+)
+# "and last month?", "what about in july", "and for 2025?": the previous question again, for
+# another period.
+_PERIOD_ONLY_RE = re.compile(r"^\s*(?:(?:and|but|so)\s+)?(?:(?:what|how)\s+about\s+)?(?P<rest>.+?)\s*[?.!]*\s*$", re.I)
+# A follow-up that points back says little of its own: at most this many content words besides
+# its pronouns ("who raised it?" one, "what did they decide about the budget?" two).
+MAX_OWN_TERMS = 2
 _QUESTION_WORDS = {"who", "what", "when", "where", "why", "how", "which", "whose", "whom"}
 MAX_CARRIED_TERMS = 8
 
@@ -34,7 +45,7 @@ MAX_CARRIED_TERMS = 8
 @dataclass
 class Rewrite:
     searched_query: str
-    kind: str  # standalone | carried | new_subject | llm
+    kind: str  # standalone | carried | new_subject | period | llm
     subject: str = ""
 
 
@@ -59,15 +70,56 @@ def more_about(question: str) -> str:
     return "" if not what or _PRONOUN_ONLY_RE.match(what) else what
 
 
-def offline_rewrite(*, question: str, previous: list[str]) -> Rewrite:
+def points_back(question: str) -> bool:
+    """Whether ``question`` leans on the conversation: a pronoun that is not part of a time
+    ("this year"), and little of its own to search for."""
+    from rag.llm.extractive import GENERIC_TERMS, content_terms
+
+    bare = _TIME_POINTER_RE.sub(" ", question)
+    if not _POINTER_RE.search(bare):
+        return False
+    own = content_terms(_POINTER_RE.sub(" ", bare)) - GENERIC_TERMS - {"tell", "know", "more"}
+    return len(own) <= MAX_OWN_TERMS
+
+
+def period_follow_up(question: str, previous: str, *, today) -> str:
+    """"and last month?" after "what did we decide in september?": the earlier question asked
+    again for the new period ("what did we decide last month?"); empty when ``question`` says
+    more than a period."""
+    from rag.answering.analysis import parse_dates
+    from rag.llm.extractive import content_terms
+
+    m = _PERIOD_ONLY_RE.match(question)
+    if not m or not previous:
+        return ""
+    start, end, phrase = parse_dates(m["rest"], today)
+    if not phrase or content_terms(m["rest"].lower().replace(phrase, " ")) - {"in", "for", "during"}:
+        return ""
+    _, _, old = parse_dates(previous, today)
+    base = previous.rstrip(" ?.!")
+    if old:
+        base = re.sub(re.escape(old), phrase, base, count=1, flags=re.I)
+    else:
+        base = f"{base} {phrase}"
+    return base + "?"
+
+
+def offline_rewrite(*, question: str, previous: list[str], today=None) -> Rewrite:
     """The searched query for ``question`` given the earlier questions (oldest first).
 
+    - "and last month?": the previous question for that period (``period``).
     - "tell me more about X" with a subject X: X is a new query (the earlier sources are not
       reused: they were retrieved for something else).
-    - A question that points back ("who raised them?", "when was that?"): the previous
-      question's content words are carried in, so the search finds the same subject.
-    - Anything else stands alone.
+    - A question that points back ("who raised them?", "when was that?") and says little of its
+      own: the previous question's content words are carried in, so the search finds the same
+      subject.
+    - Anything else stands alone, whatever was asked before ("how many times did I meet Leo
+      this year?" carries nothing of "what is the capital of France?").
     """
+    import datetime as dt
+
+    if previous and (again := period_follow_up(question, previous[-1], today=today or dt.date.today())):
+        return Rewrite(searched_query=again, kind="period", subject=previous[-1])
     subject = more_about(question)
     if subject:
         return Rewrite(
@@ -75,7 +127,7 @@ def offline_rewrite(*, question: str, previous: list[str]) -> Rewrite:
             kind="new_subject",
             subject=subject,
         )
-    if not previous or not _POINTER_RE.search(question):
+    if not previous or not points_back(question):
         return Rewrite(searched_query=question, kind="standalone")
     asked = {w.lower() for w in _content_words(question)}
     carried = [w for w in _content_words(previous[-1]) if w.lower() not in asked][:MAX_CARRIED_TERMS]
@@ -93,11 +145,16 @@ REWRITE_PROMPT = (
 )
 
 
-def llm_rewrite(*, question: str, exchanges: list[tuple[str, str]], llm, timeout: float | None = None) -> Rewrite:
-    """A generative model's standalone version of ``question``; the offline rule on failure."""
+def llm_rewrite(
+    *, question: str, exchanges: list[tuple[str, str]], llm, timeout: float | None = None, today=None
+) -> Rewrite:
+    """A generative model's standalone version of ``question``; the offline rule on failure.
+
+    A question that stands on its own is not sent to the model: a rewrite could only add the
+    previous turn's words to it."""
     previous = [q for q, _ in exchanges]
-    fallback = offline_rewrite(question=question, previous=previous)
-    if not exchanges:
+    fallback = offline_rewrite(question=question, previous=previous, today=today)
+    if not exchanges or fallback.kind == "standalone":
         return fallback
     history = "\n".join(f"User: {q}\nAssistant: {(a or '')[:600]}" for q, a in exchanges[-3:])
     messages = [

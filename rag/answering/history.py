@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from rag.acl import Scope
 from rag.answering.selectors import chunks_by_uid
-from rag.answering.sources import snippet
+from rag.answering.sources import collection_label, snippet
 from rag.interactions import LoggedTurn, conversation_turn_counts, conversation_turns
 from rag.models import Conversation
 
@@ -135,6 +135,7 @@ def _source_dict(n: int, hit, grouped: list, cited: bool, agenda: str = "") -> d
         "ocr": any((h.metadata or {}).get("ocr") for h in grouped),
         "date": hit.date.isoformat() if hit.date else None,
         "collection": hit.collection,
+        "collection_label": collection_label(hit.collection),
         "source_type": hit.source_type,
         "source_id": hit.source_id,
         "breadcrumb": hit.breadcrumb,
@@ -185,6 +186,9 @@ def _turn(row: LoggedTurn, scope: Scope) -> dict:
             for c in cited
         ],
         "count": filters.get("count"),
+        "judgments": {
+            uid: label for uid, label in (getattr(row, "source_judgments", None) or {}).items() if uid in by_uid
+        },
     }
     # Written by the query analysis when it runs; absent on older turns and older branches.
     for key in ("searched_query", "analysis_filters"):

@@ -19,6 +19,7 @@ from django.db import connection
 
 from rag.acl import Scope
 from rag.answering.sources import DocKey
+from rag.index_version import index_version
 from rag.search import HIT_COLUMNS, HIT_FIELDS, Hit, SearchFilters
 from rag.search import filter_sql as search_filter_sql  # the same WHERE the search applies
 
@@ -55,7 +56,10 @@ class Facets:
 
 
 def _scope_key(scope: Scope, collections: list[str] | None) -> str:
-    raw = f"{scope.staff}|{sorted(scope.project_ids)}|{scope.owner_hash}|{sorted(collections or [])}"
+    # Keyed by the index's version: an upload changes the counts at once, not after the timeout.
+    raw = (
+        f"{index_version()}|{scope.staff}|{sorted(scope.project_ids)}|{scope.owner_hash}|{sorted(collections or [])}"
+    )
     return "knowhub:facets:" + hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import time
 from collections.abc import Iterator
 from contextlib import closing
-from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 from django.utils import timezone
@@ -23,37 +21,24 @@ from knowhub.sse import Event
 from rag.acl import Scope
 from rag.answering import conversations as conv
 from rag.answering import followups, history
-from rag.answering.analysis import CHIP_FIELDS, FilterChip, QueryAnalysis, analyse_query, with_chips
+from rag.answering.analysis import CHIP_FIELDS, form_chips
 from rag.answering.citations import CitationFilter
 from rag.answering.prompts import COUNT_NOTE, FALLBACK_NOTE, system_prompt
-from rag.answering.selectors import SourceCount, chunks_by_uid, count_sources, document_topics, facet_values
+from rag.answering.retrieval import AskRun, period_text, retrieve, reuse, widen
 from rag.answering.sources import (
-    DocKey,
-    DocumentEvidence,
     SourceDoc,
     apply_numbers,
-    doc_key,
-    group_hits,
     renumber,
-    select_hits,
-    topics_of,
 )
-from rag.embeddings import get_embedder
 from rag.interactions import interaction_record
-from rag.llm import Completion, LLMError, ModelInfo, UnknownModel, get_llm, model_info
+from rag.llm import Completion, LLMError, UnknownModel, get_llm, model_info
 from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, format_user_prompt
-from rag.llm.extractive import query_vector as cached_query_vector
-from rag.llm.extractive import sentence_vectors
-from rag.rerank import reranked_search
 from rag.search import (
     MAX_QUERY_CHARS,
-    Hit,
     SearchFilters,
     SearchRequestError,
-    chunk_search,
     validate_query,
 )
-from rag.selectors import check_query_model
 
 logger = logging.getLogger(__name__)
 
@@ -71,50 +56,6 @@ AskError = SearchRequestError
 # The pipeline's events (type: status | sources | delta | citations | done | error) are the
 # stream events of every streaming endpoint.
 AskEvent = Event
-
-
-@dataclass
-class _Run:
-    """What one ask accumulates while it streams (and logs at the end)."""
-
-    user: object
-    query: str
-    scope: Scope
-    request: SearchFilters
-    info: ModelInfo
-    conversation_id: str
-    conversation_given: bool
-    top_k: int
-    mode: str
-    today: dt.date
-    embedder: object
-    log: bool
-    started: float = field(default_factory=time.perf_counter)
-    strategy: str = conv.NEW_QUERY
-    topic: str = ""
-    ignored: list[dict] = field(default_factory=list)
-    searched_query: str = ""
-    rewrite: str = "standalone"
-    subject: str = ""  # what the follow-up's rewrite found it is about
-    chips: list[FilterChip] = field(default_factory=list)
-    docs: list[SourceDoc] = field(default_factory=list)
-    analysis: QueryAnalysis | None = None
-    applied: SearchFilters | None = None
-    fallback: list[str] = field(default_factory=list)
-    count: dict | None = None
-    hits: list[Hit] = field(default_factory=list)
-    answer: list[str] = field(default_factory=list)
-    cited: list[int] = field(default_factory=list)
-    completion: Completion | None = None
-    error: str = ""
-    error_detail: str = ""
-    stopped: bool = False
-    first_delta_ms: float | None = None
-    interaction_id: int | None = None
-    rerank: dict | None = None
-
-    def elapsed_ms(self) -> float:
-        return (time.perf_counter() - self.started) * 1000
 
 
 def ask(
@@ -166,7 +107,7 @@ def ask(
         raise AskError("invalid_conversation_id", "conversation_id must be 1-64 letters, digits, '-' or '_'.")
     ignored = validate_ignore_filters(ignore_filters)
     conversation_id, continued = history.conversation_id_for_ask(user=user, conversation_id=conversation_id)
-    run = _Run(
+    run = AskRun(
         user=user,
         query=query,
         scope=scope,
@@ -249,211 +190,10 @@ def collect(events: Iterator[AskEvent]) -> dict:
 # -- the pipeline ------------------------------------------------------------------------------
 
 
-def _period_text(analysis: QueryAnalysis | None, filters: SearchFilters) -> str:
-    start, end = filters.date_from, filters.date_to
-    phrase = analysis.date_phrase if analysis and analysis.date_phrase and analysis.date_phrase != "(model)" else ""
-    if start and end:
-        span = f"between {start.isoformat()} and {end.isoformat()}"
-    elif start:
-        span = f"since {start.isoformat()}"
-    elif end:
-        span = f"before {(end + dt.timedelta(days=1)).isoformat()}"
-    else:
-        return ""
-    return f" {phrase} ({span})" if phrase else f" {span}"
-
-
-def _count_statement(target_kind: str, target: str, count: SourceCount, period: str) -> str:
-    if count.sources == 0:
-        return f"No entry is tagged with **{target}**{period}, so there is nothing to count from the metadata."
-    noun = "entry" if count.sources == 1 else "entries"
-    what = f"mention **{target}**" if target_kind == "person" else f"are tagged **{target}**"
-    if count.sources == 1:
-        what = what.replace("mention", "mentions").replace("are tagged", "is tagged")
-    text = f"**{count.sources}** {noun} {what}{period}, according to the metadata"
-    if count.first_date and count.last_date and count.first_date != count.last_date:
-        text += f" — the first on {count.first_date.isoformat()}, the last on {count.last_date.isoformat()}"
-    elif count.first_date:
-        text += f" — on {count.first_date.isoformat()}"
-    return text + "."
-
-
-def _boost(hits: list[Hit], boosted: list[Hit], *, top_k: int, bonus: float) -> list[Hit]:
-    """``hits`` and ``boosted`` merged: what carries a guessed filter gains ``bonus``, nothing is hidden."""
-    by_uid = {h.chunk_uid: h for h in hits}
-    for h in boosted:
-        by_uid.setdefault(h.chunk_uid, h)
-    favoured = {h.chunk_uid for h in boosted}
-    merged = [replace(h, score=h.score + (bonus if h.chunk_uid in favoured else 0.0)) for h in by_uid.values()]
-    merged.sort(key=lambda h: -h.score)
-    for rank, h in enumerate(merged[:top_k], start=1):
-        h.rank = rank
-    return merged[:top_k]
-
-
-def _retrieve(run: _Run, llm) -> None:
-    """NEW_QUERY: analyse, search (stated filters narrow, guessed ones boost), count."""
-    embedder = run.embedder or get_embedder()
-    facets = facet_values(scope=run.scope, collections=run.request.collections)
-    analysis = analyse_query(
-        run.query,
-        today=run.today,
-        facets=facets,
-        llm=llm if llm.generative else None,
-        timeout=min(settings.KNOWHUB_LLM_TIMEOUT, 20.0),
-    )
-    run.analysis = analysis
-    run.chips = analysis.active_chips(run.ignored)
-    applied, with_guesses = analysis.split(run.request, run.ignored)
-    guesses = settings.KNOWHUB_ASK_GUESSED_FILTERS
-    if guesses == "filter":
-        applied = with_guesses
-    check_query_model(embedder.name)  # chunk_search skips it when handed a vector
-    query_vector = cached_query_vector(embedder, run.searched_query[:MAX_QUERY_CHARS])
-
-    # Deeper than the chunks answered from, so that several documents can be among the sources.
-    depth = run.top_k * max(1, settings.KNOWHUB_ASK_SEARCH_DEPTH)
-
-    def search(filters: SearchFilters) -> list[Hit]:
-        result, rerank = reranked_search(
-            search=chunk_search, query=run.searched_query, scope=run.scope, filters=filters, top_k=depth, mode=run.mode,
-            embedder=embedder, query_vector=query_vector,
-        )  # fmt: skip
-        run.rerank = rerank.as_dict()
-        return result.hits
-
-    applied, hits = _search_with_fallback(run, search, applied, guesses)
-    hits = _apply_guesses(run, search, hits, applied=applied, with_guesses=with_guesses, guesses=guesses, depth=depth)
-    run.applied = applied
-    evidence = DocumentEvidence(
-        chunk_weights=tuple(settings.KNOWHUB_ASK_DOC_CHUNK_WEIGHTS), topic_weight=settings.KNOWHUB_ASK_DOC_TOPIC_WEIGHT,
-        extra_floor=settings.KNOWHUB_ASK_EXTRA_DOC_FLOOR, lead_chunks=settings.KNOWHUB_ASK_LEAD_CHUNKS,
-        topic_similarity_weight=settings.KNOWHUB_ASK_DOC_TOPIC_SIMILARITY_WEIGHT,
-    )  # fmt: skip
-
-    agenda = {}
-    if (run.rerank or {}).get("served") == "reranked":
-        # A reranker's order is the better judgment than fused scores: documents keep it.
-        evidence = DocumentEvidence(lead_chunks=settings.KNOWHUB_ASK_LEAD_CHUNKS)
-    elif evidence.topic_weight or evidence.topic_similarity_weight:
-        # Documents filed under topics (meetings) are weighed by their whole agenda.
-        filed = {doc_key(h) for h in hits if (h.metadata or {}).get("topics")}
-        agenda = document_topics(scope=run.scope, docs=sorted(filed))
-    # The question's closeness to every topic of the candidate documents, in one batch: it ranks
-    # the documents and names the agenda item a source is about.
-    topics = list(dict.fromkeys([*topics_of(hits, {}), *(t for items in agenda.values() for t in items)]))
-    closeness = {
-        t: sum(a * b for a, b in zip(query_vector, v, strict=True))
-        for t, v in zip(topics, sentence_vectors(embedder, topics) if topics else [], strict=True)
-    }
-    hits = select_hits(
-        hits, budget=run.top_k, max_docs=settings.KNOWHUB_ASK_MAX_DOCS, per_doc=settings.KNOWHUB_ASK_CHUNKS_PER_DOC,
-        question=run.searched_query, evidence=evidence, closeness=closeness, agenda=agenda,
-    )  # fmt: skip
-    for rank, h in enumerate(hits, start=1):
-        h.rank = rank
-    run.hits = hits
-    run.docs = group_hits(hits)
-    _mark_agenda(run.docs, agenda, closeness)
-    run.topic = run.searched_query
-    if analysis.counting:
-        run.count = _count(run, analysis)
-
-
-def _mark_agenda(
-    docs: list[SourceDoc], agenda: dict[DocKey, list[str]], closeness: dict[str, float]
-) -> None:
-    """Each document's agenda item the question is about, when one is close enough in meaning
-    (``KNOWHUB_ASK_AGENDA_MATCH``): "Summarize the discussion on detecting linguistic features"
-    names a topic of that meeting, so its turns are quoted even where no single turn says so."""
-    threshold = settings.KNOWHUB_ASK_AGENDA_MATCH
-    if not threshold:
-        return
-    for doc in docs:
-        topic = max(topics_of(doc.hits, agenda), key=closeness.__getitem__, default="")
-        if topic and closeness[topic] >= threshold:
-            doc.agenda = topic
-
-
-def _search_with_fallback(run: _Run, search, applied: SearchFilters, guesses: str) -> tuple[SearchFilters, list[Hit]]:
-    """The hits for ``applied``; a name (or tag) read from the question that empties the candidate
-    set is dropped, and the model is told the sources come from a broader search."""
-    hits = search(applied)
-    stated = [c for c in run.chips if c.origin == "stated" or guesses == "filter"]
-    for field_name, label in (("people", "names"), ("entity", "entity"), ("tags", "tags")):
-        if hits or not getattr(applied, field_name) or getattr(run.request, field_name):
-            continue
-        applied = replace(applied, **{field_name: [] if field_name != "entity" else None})
-        for chip in stated:
-            if chip.field == field_name:
-                chip.effect = "dropped"
-        run.fallback.append(label)
-        hits = search(applied)
-    return applied, hits
-
-
-def _apply_guesses(
-    run: _Run, search, hits: list[Hit], *, applied: SearchFilters, with_guesses: SearchFilters, guesses: str, depth: int
-) -> list[Hit]:
-    """Guessed filters: ``boost`` ranks what carries them higher, ``off`` drops them (chips say which)."""
-    if guesses == "boost" and with_guesses != applied and hits:
-        for chip in run.chips:
-            if chip.origin == "guessed":
-                chip.effect = "boost"
-        return _boost(hits, search(with_guesses), top_k=depth, bonus=settings.KNOWHUB_ASK_GUESS_BOOST)
-    if guesses != "filter":
-        for chip in run.chips:
-            if chip.origin == "guessed":
-                chip.effect = "boost" if guesses == "boost" else "dropped"
-    return hits
-
-
-def _count(run: _Run, analysis: QueryAnalysis) -> dict | None:
-    """A counting question's figure from the metadata (None when it names nothing to count)."""
-    target_kind, target = "", ""
-    if analysis.people:
-        target_kind, target = "person", analysis.people[0]
-    elif analysis.tags:
-        target_kind, target = "tag", analysis.tags[0]
-    elif analysis.entity:
-        target_kind, target = "entity", analysis.entity
-    if not target:
-        return None
-    # Before any fallback, without removed chips: count what is tagged.
-    count_filters = with_chips(run.request, run.chips)
-    count = count_sources(scope=run.scope, filters=count_filters)
-    period = _period_text(analysis, count_filters)
-    return {
-        "target": target,
-        "kind": target_kind,
-        "sources": count.sources,
-        "first_date": count.first_date.isoformat() if count.first_date else None,
-        "last_date": count.last_date.isoformat() if count.last_date else None,
-        "date_from": count_filters.date_from.isoformat() if count_filters.date_from else None,
-        "date_to": count_filters.date_to.isoformat() if count_filters.date_to else None,
-        "statement": _count_statement(target_kind, target, count, period),
-    }
-
-
-def _reuse(run: _Run, conversation: conv.Conversation) -> None:
-    """NO_RAG / REUSE: the last exchange's sources, re-read through the ACL."""
-    last = conversation.last
-    scores = {r["chunk_uid"]: r for r in last.retrieved}
-    if run.strategy == conv.NO_RAG and last.cited:
-        uids = list(last.cited)
-    else:
-        uids = [r["chunk_uid"] for r in sorted(last.retrieved, key=lambda r: r.get("rank", 0))]
-    run.hits = chunks_by_uid(scope=run.scope, uids=uids, scores=scores)
-    run.docs = group_hits(run.hits)
-    run.applied = run.request
-    run.topic = last.topic
-    run.searched_query = last.topic
-
-
-def _messages(run: _Run, llm, conversation: conv.Conversation) -> list[dict]:
+def _messages(run: AskRun, llm, conversation: conv.Conversation) -> list[dict]:
     notes: list[str] = []
     if "names" in run.fallback and run.analysis:
-        period = _period_text(run.analysis, run.applied)
+        period = period_text(run.analysis, run.applied)
         notes.append(FALLBACK_NOTE.format(names=", ".join(run.analysis.people), period=period))
     if "tags" in run.fallback and run.analysis:
         notes.append(FALLBACK_NOTE.format(names=", ".join(run.analysis.tags), period=""))
@@ -468,9 +208,16 @@ def _messages(run: _Run, llm, conversation: conv.Conversation) -> list[dict]:
     sources = [doc.context() for doc in run.docs]
     # Phrases that were applied as filters are not what the question is about: "what did we
     # decide last month?" asks what was decided, among the sources of last month.
-    stated = [c.phrase for c in run.chips if c.effect == "filter"]
+    # A filter lifted because nothing under it answered ("nothing dated 2025") is not what the
+    # question is about either; a name whose mentions were searched too stays in the question,
+    # where it finds the sentence that names the person.
+    stated = [
+        c.phrase for c in run.chips
+        if (c.effect == "filter" or c.widened) and not (run.mentions and c.field in ("people", "entity"))
+    ]  # fmt: skip
     # Filters the person set on the page narrow the sources just as much.
     stated += [f"{key}: {value}" for key, value in run.request.as_dict().items()]
+    question = run.searched_query if run.rewrite == "period" else run.query
     if run.count:
         # A counting question's sources are the counted entries: quote them as exemplars.
         stated.append(f"{STATED_COUNT}{run.count['target']}")
@@ -485,20 +232,20 @@ def _messages(run: _Run, llm, conversation: conv.Conversation) -> list[dict]:
     messages.append(
         {
             "role": "user",
-            "content": format_user_prompt(question=run.query, sources=sources, focus=run.topic, stated=stated),
+            "content": format_user_prompt(question=question, sources=sources, focus=run.topic, stated=stated),
         }
     )
     return messages
 
 
-def _delta(run: _Run, text: str) -> AskEvent:
+def _delta(run: AskRun, text: str) -> AskEvent:
     if run.first_delta_ms is None:
         run.first_delta_ms = run.elapsed_ms()
     run.answer.append(text)
     return AskEvent("delta", {"text": text})
 
 
-def _pipeline(run: _Run) -> Iterator[AskEvent]:
+def _pipeline(run: AskRun) -> Iterator[AskEvent]:
     try:
         conversation = (
             conv.conversation_load(
@@ -518,13 +265,15 @@ def _pipeline(run: _Run) -> Iterator[AskEvent]:
         llm = get_llm(run.info.id)
         if run.strategy == conv.NEW_QUERY:
             _rewrite(run, llm, conversation)
-            _retrieve(run, llm)
+            retrieve(run, llm)
         else:
-            _reuse(run, conversation)
+            reuse(run, conversation)
             if not run.hits:  # the earlier sources are gone (deleted, ACL changed): search again
                 run.strategy = conv.NEW_QUERY
                 _rewrite(run, llm, conversation)
-                _retrieve(run, llm)
+                retrieve(run, llm)
+        if run.strategy == conv.NEW_QUERY and not run.docs:
+            widen(run, llm)  # a filter read from the question left nothing: search everything
 
         if llm.generative:
             yield AskEvent("sources", _sources_payload(run))
@@ -540,6 +289,9 @@ def _pipeline(run: _Run) -> Iterator[AskEvent]:
             # sources listed are never contradicted by "nothing relevant", and they are numbered
             # in the order the answer cites them.
             parts = _answer_offline(run, llm, conversation) if run.docs else []
+            if not parts and run.strategy == conv.NEW_QUERY and widen(run, llm):
+                # Nothing under a filter read from the question answers: answer from everything.
+                parts = _answer_offline(run, llm, conversation) if run.docs else []
             yield AskEvent("sources", _sources_payload(run))
             if run.count:
                 yield _delta(run, run.count["statement"] + "\n\n")
@@ -561,25 +313,28 @@ def _pipeline(run: _Run) -> Iterator[AskEvent]:
         raise
 
 
-def _rewrite(run: _Run, llm, conversation: conv.Conversation) -> None:
+def _rewrite(run: AskRun, llm, conversation: conv.Conversation) -> None:
     """The question to search: a follow-up made standalone (``searched_query``)."""
     if not conversation.exchanges:
         return
     if llm.generative:
         pairs = [(ex.query, ex.answer) for ex in conversation.exchanges]
         rewrite = followups.llm_rewrite(
-            question=run.query, exchanges=pairs, llm=llm, timeout=min(settings.KNOWHUB_LLM_TIMEOUT, 20.0)
-        )
+            question=run.query, exchanges=pairs, llm=llm, timeout=min(settings.KNOWHUB_LLM_TIMEOUT, 20.0),
+            today=run.today,
+        )  # fmt: skip
     else:
         rewrite = followups.offline_rewrite(
-            question=run.query, previous=[ex.topic or ex.query for ex in conversation.exchanges]
+            question=run.query, previous=[ex.topic or ex.query for ex in conversation.exchanges], today=run.today
         )
     run.searched_query = rewrite.searched_query[:MAX_QUERY_CHARS]
     run.rewrite = rewrite.kind
     run.subject = rewrite.subject
+    if rewrite.kind in ("carried", "llm"):
+        run.previous_cited = list(conversation.last.cited)
 
 
-def _answer_offline(run: _Run, llm, conversation: conv.Conversation) -> list[str]:
+def _answer_offline(run: AskRun, llm, conversation: conv.Conversation) -> list[str]:
     """The extractive answer's deltas, renumbered by first citation; [] when nothing is relevant."""
     messages = _messages(run, llm, conversation)
     parts: list[str] = []
@@ -608,7 +363,7 @@ def _answer_offline(run: _Run, llm, conversation: conv.Conversation) -> list[str
     return [apply_numbers(p, mapping) for p in parts]
 
 
-def _with_who_statement(run: _Run, conversation: conv.Conversation, parts: list[str]) -> list[str]:
+def _with_who_statement(run: AskRun, conversation: conv.Conversation, parts: list[str]) -> list[str]:
     """"Who was it with?" after a question about a meeting: its people, from the metadata, first.
 
     The quotes follow only when they cite something ("nothing more than what I already quoted"
@@ -626,7 +381,7 @@ def _with_who_statement(run: _Run, conversation: conv.Conversation, parts: list[
     return [statement, *(["\n\n", *parts] if quotes.used else [])]
 
 
-def _generate(run: _Run, llm, conversation: conv.Conversation) -> Iterator[AskEvent]:
+def _generate(run: AskRun, llm, conversation: conv.Conversation) -> Iterator[AskEvent]:
     messages = _messages(run, llm, conversation)
     cf = CitationFilter(valid={d.n for d in run.docs}, renumber=True)
     try:
@@ -659,11 +414,12 @@ def _generate(run: _Run, llm, conversation: conv.Conversation) -> Iterator[AskEv
         yield AskEvent("error", {"error": run.error, "detail": run.error_detail})
 
 
-def _chips_payload(run: _Run) -> list[dict]:
-    return [c.as_dict() for c in run.chips]
+def _chips_payload(run: AskRun) -> list[dict]:
+    """The filters of this answer: those set in the form first, then those read from the question."""
+    return [c.as_dict() for c in [*form_chips(run.request), *run.chips]]
 
 
-def _sources_payload(run: _Run) -> dict:
+def _sources_payload(run: AskRun) -> dict:
     return {
         "strategy": run.strategy,
         "strategy_label": conv.STRATEGY_LABELS[run.strategy],
@@ -680,12 +436,12 @@ def _sources_payload(run: _Run) -> dict:
     }
 
 
-def _cited_docs(run: _Run) -> list[SourceDoc]:
+def _cited_docs(run: AskRun) -> list[SourceDoc]:
     by_n = {d.n: d for d in run.docs}
     return [by_n[n] for n in run.cited if n in by_n]
 
 
-def _citations(run: _Run) -> list[dict]:
+def _citations(run: AskRun) -> list[dict]:
     if run.error:
         return []
     out = []
@@ -698,7 +454,7 @@ def _citations(run: _Run) -> list[dict]:
     return out
 
 
-def _tokens(run: _Run) -> tuple[int, int, float]:
+def _tokens(run: AskRun) -> tuple[int, int, float]:
     prompt = completion = 0
     cost = 0.0
     if run.analysis:
@@ -712,7 +468,7 @@ def _tokens(run: _Run) -> tuple[int, int, float]:
     return prompt, completion, round(cost, 8)
 
 
-def _record(run: _Run) -> None:
+def _record(run: AskRun) -> None:
     if not run.log:
         return
     prompt, completion, cost = _tokens(run)
@@ -763,7 +519,7 @@ def _record(run: _Run) -> None:
         logger.exception("could not record the interaction")
 
 
-def _turn_record(run: _Run) -> dict:
+def _turn_record(run: AskRun) -> dict:
     """What the page needs to show this turn again: the numbers the answer used for each chunk,
     and what the analysis made of the question (keys absent when the pipeline has none)."""
     payload = {**_sources_payload(run), **_done_payload(run)}
@@ -785,7 +541,7 @@ def _turn_record(run: _Run) -> dict:
     return turn
 
 
-def _done_payload(run: _Run) -> dict:
+def _done_payload(run: AskRun) -> dict:
     prompt, completion, cost = _tokens(run)
     return {
         "interaction_id": run.interaction_id,

@@ -20,10 +20,18 @@ SNIPPET_CHARS = 300
 _MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _WIKI_LINK_RE = re.compile(r"\[\[([^\]]+)\]\]")
 _BLOCK_REF_RE = re.compile(r"\(\([0-9a-f-]{8,}\)\)")
-_EMPHASIS_RE = re.compile(r"(\*\*|__|\*|_|~~|`)(?=\S)(.+?)(?<=\S)\1")
+# Emphasis marks only where they open and close a word: "hnsw.ef_search" and "NOTION_TOKEN"
+# keep their underscores.
+_EMPHASIS_RE = re.compile(r"(?<![\w*_~`])(\*\*|__|\*|_|~~|`)(?=\S)(.+?)(?<=\S)\1(?![\w*_~`])")
 _LINE_MARK_RE = re.compile(r"^\s*(?:#{1,6}\s+|>\s?|[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)", re.M)
 _PROPERTY_RE = re.compile(r"^\s*[\w-]+::\s*", re.M)
 _FENCE_RE = re.compile(r"^```.*$", re.M)
+
+
+def collection_label(name: str) -> str:
+    """A collection's name as a person reads it: "course_content" → "Course content"."""
+    words = re.sub(r"[_\s]+", " ", name or "").strip()
+    return words[:1].upper() + words[1:] if words else name
 
 
 def plain_text(text: str) -> str:
@@ -98,6 +106,7 @@ class SourceDoc:
             "ocr": any((h.metadata or {}).get("ocr") for h in self.chunks_in_order),
             "date": best.date.isoformat() if best.date else None,
             "collection": best.collection,
+            "collection_label": collection_label(best.collection),
             "source_type": best.source_type,
             "source_id": best.source_id,
             "breadcrumb": plain_text(best.breadcrumb),

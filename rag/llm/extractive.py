@@ -19,7 +19,17 @@ from functools import lru_cache
 
 from rag.llm.base import Completion, LLMError
 from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, ContextSource, parse_stated, parse_user_prompt
-from rag.words import STOPWORDS, WORD_RE
+from rag.llm.prose import expected_form_missing, unmentioned_names
+from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitations, role names
+    SPEAKER_RE,
+    agenda_lead,
+    lend_to_replies,
+    names_speaker,
+    quote,
+    says_something,
+    tidy_speech,
+)
+from rag.words import WORD_RE, content_terms, stem
 
 logger = logging.getLogger(__name__)
 
@@ -32,36 +42,6 @@ _BLOCK_REF_RE = re.compile(r"\(\([0-9a-f-]{8,}\)\)")
 _LINK_RE = re.compile(r"\[\[([^\]]+)\]\]")
 _MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _ORG_DIRECTIVE_RE = re.compile(r"#\+\w+(?::\S*)?")
-
-
-# Word families the crude stemmer cannot join: a question asks "what did we decide", the notes
-# say "Decision:". Ordinary English morphology, not tuned to any corpus.
-_FAMILIES = {
-    "decision": "decide", "decisions": "decide", "decided": "decide", "deciding": "decide",
-    "agreement": "agree", "agreed": "agree", "conclusion": "conclude", "concluded": "conclude",
-    "complaint": "complain", "complaints": "complain", "complained": "complain",
-    "proposal": "propose", "proposed": "propose", "discussion": "discuss", "discussed": "discuss",
-    "recommendation": "recommend", "suggestion": "suggest", "explanation": "explain",
-    "description": "describe", "preference": "prefer", "preferred": "prefer", "decrease": "decrease",
-    "raised": "raise", "raising": "raise", "said": "say", "says": "say", "thought": "think",
-}  # fmt: skip
-
-
-def stem(word: str) -> str:
-    """A deliberately crude stemmer: enough to match "meetings" with "meeting"."""
-    word = word.lower().strip("'.-")
-    if word in _FAMILIES:
-        return _FAMILIES[word]
-    if word.endswith(("'s", "’s")):
-        word = word[:-2]
-    if len(word) > 4 and word.endswith("ies"):
-        word = word[:-3] + "y"
-    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    for suffix in ("ing", "edly", "ed", "er"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
 
 
 @lru_cache(maxsize=256)
@@ -94,27 +74,6 @@ def clear_caches() -> None:
     """Forget cached query and sentence embeddings (benchmarks measure cold asks)."""
     _cached_query_vector.cache_clear()
     _SENTENCE_CACHE.clear()
-
-
-def content_terms(text: str) -> set[str]:
-    return {stem(w) for w in WORD_RE.findall(text) if w.lower() not in STOPWORDS and len(w) > 1}
-
-
-# Words of conversation rather than of its subject: what keeps a line going, not what it is about
-# (beside the stopwords, which ``content_terms`` drops already).
-_CHAT_TERMS = frozenset(
-    stem(w)
-    for w in [
-        "yeah", "yes", "okay", "ok", "right", "sure", "guess", "think", "mean", "thing", "stuff", "kind", "sort",
-        "lot", "really", "well", "actually", "say", "wanna", "gonna", "go", "going", "got", "see", "look", "like",
-        "maybe", "probably", "yep", "huh", "oh", "alright",
-    ]
-)  # fmt: skip
-
-
-def says_something(text: str) -> bool:
-    """Whether a spoken sentence has a word about its subject, not only conversation."""
-    return bool(content_terms(text) - _CHAT_TERMS)
 
 
 @dataclass
@@ -190,67 +149,6 @@ def _sentences(line: str, max_chars: int) -> list[str]:
     return out
 
 
-_SPEAKER_RE = re.compile(r"^\s*([A-Z][\w.'’-]*(?: [A-Za-z0-9][\w.'’-]*){0,3}):\s+(\S.*)$")
-
-
-# Hesitation sounds, and a word or two said twice in a row ("the the", "I I", "we were we were"):
-# how people speak, not what they say. Quotes drop them, as an edited transcript would.
-_FILLER_RE = re.compile(r"(?:,\s*)?\b(?:mm-hmm|uh-huh|u+h+|u+m+|e+r+m+|h+m+|m+h*m+)\b(?:\s*,)?", re.I)
-_REPEAT_RE = re.compile(r"\b(\w+(?:['’]\w+)?(?: \w+(?:['’]\w+)?)?)(?:,? \1\b)+", re.I)
-# A word broken off and said again whole ("agai again", "w what", "ap applicable"): up to four
-# letters that begin the next word. A real short word keeps its place ("in into", "a again"),
-# and so does a contraction's end ("we're recording").
-_FALSE_START_RE = re.compile(r"(?<!['’])\b([A-Za-z]{1,4})[-,]? (?=\1[a-z])", re.I)
-_SENTENCE_START_RE = re.compile(r"(\w{2,}[.!?] )([a-z])")
-# A sentence broken off and begun again ("So this is The project is called…", "but we find that
-# We want the meeting…"): transcribers capitalise the word that starts the new one. Only words
-# that are capitalised nowhere but at a sentence's start tell ("we use Matlab" is a name, "I"
-# is always capital), and only a short broken-off start goes: a long one is a sentence whose
-# stop the transcript lacks.
-_RESTART_RE = re.compile(
-    r"(?:^|(?<=[.!?] ))(?:[^.!?\s]+ ){0,9}?[^.!?\s]*[a-z,] "
-    r"(?=(?:The|We|It|This|That|So|And|But|What|You|They|He|She|There|If|How|Our|My|In|Then|When|Now|Why|Where)\b)"
-)
-_LEAD_MARKER_RE = re.compile(r"^(?:(?:yeah|okay|ok|so|well|and|but|oh)\b[,.]?\s+)+(?=\w)", re.I)
-
-
-# Doubled words that are grammar, not a stammer ("he had had enough"), and numbers ("10 10").
-_KEEP_DOUBLED = frozenset({"had", "that", "is", "do"})
-
-
-def _once(m: re.Match) -> str:
-    said = m[1]
-    if said.lower() in _KEEP_DOUBLED or any(ch.isdigit() for ch in said):
-        return m[0]
-    return said
-
-
-def _false_start(m: re.Match) -> str:
-    return m[0] if m[1].lower() in STOPWORDS else ""
-
-
-def tidy_speech(text: str) -> str:
-    """A spoken turn as readable words: no "um"/"uh", no stammered repeats, no leading "yeah, so".
-
-    The words said stay in their order; hesitations and false starts go, and so do discourse
-    markers that only open a turn ("yeah", "so", "and", "but"). ("Um, build a system that, uh,
-    classifies these, um these" → "Build a system that classifies these".)"""
-    text = re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r"\s+", " ", _FILLER_RE.sub(" ", text)))
-    text = re.sub(r"([,;:])(?:\s*[,;:])+", r"\1", text)
-    # "the project. Um." lost its "Um" but kept the stop: one stop (an ellipsis stays).
-    text = re.sub(r"(?<!\.)([.!?])\.(?!\.)", r"\1", text)
-    text = _REPEAT_RE.sub(_once, text).strip(" ,").lstrip(".;: ")  # a turn that opened "Um. So…"
-    text = _FALSE_START_RE.sub(_false_start, text)
-    for _ in range(3):  # "We m We may wind up with ver We may need…": one restart at a time
-        text, restarts = _RESTART_RE.subn("", text)
-        if not restarts:
-            break
-    # "you guys. Um sends a message" lost its "Um": the sentence starts with a capital again.
-    text = _SENTENCE_START_RE.sub(lambda m: m[1] + m[2].upper(), text)
-    text = _LEAD_MARKER_RE.sub("", text)
-    return text[:1].upper() + text[1:] if text else text
-
-
 def split_turns(text: str, *, max_chars: int = 400) -> list[tuple[str, str]]:
     """(speaker, sentence) pairs: a transcript's lines lose their "Name: " prefix to ``speaker``.
 
@@ -258,7 +156,7 @@ def split_turns(text: str, *, max_chars: int = 400) -> list[tuple[str, str]]:
     and a colon; anything else has no speakers (a lone "Note: …" line is not a turn).
     """
     lines = text.splitlines()
-    turns = [_SPEAKER_RE.match(line) for line in lines]
+    turns = [SPEAKER_RE.match(line) for line in lines]
     if sum(1 for m in turns if m) < 2:
         return [("", s) for s in split_sentences(text, max_chars=max_chars)]
     out: list[tuple[str, str]] = []
@@ -268,50 +166,6 @@ def split_turns(text: str, *, max_chars: int = 400) -> list[tuple[str, str]]:
         else:
             out.extend(("", s) for s in split_sentences(line, max_chars=max_chars))
     return out
-
-
-def quote(speaker: str, sentences: list[str], n: int) -> str:
-    """A speaker's words as a quote with its citation: ``Maya Chen: “…” [1]``."""
-    text = " ".join(s.strip() for s in sentences)
-    return f"{speaker}: “{text}” [{n}]"
-
-
-_NAMEWORD_RE = re.compile(r"[A-Za-z][\w'’.-]*")
-
-
-def names_speaker(question: str, speaker: str) -> bool:
-    """Whether the question names this speaker: the whole name ("industrial designer"), or one
-    of its capitalised words as written ("Maya", "Marketing", the "C" of "Professor C")."""
-    words = _NAMEWORD_RE.findall(speaker)
-    if len(words) > 1 and re.search(rf"\b{re.escape(speaker)}\b", question, flags=re.I):
-        return True
-    # A role and a letter ("Professor A", "PhD C") is named by its role: "the professor".
-    if (
-        len(words) == 2
-        and re.fullmatch(r"[A-Z0-9]", words[1])
-        and re.search(rf"\bthe {re.escape(words[0])}\b", question, flags=re.I)
-    ):
-        return True
-    asked_words = _NAMEWORD_RE.findall(question)
-    # A sentence's first word is capitalised anyway: "A plan for…" names no "Grad A".
-    asked = set(asked_words[1:]) | {w for w in asked_words[:1] if len(w) > 1}
-    return any(
-        word in asked
-        and word[0].isupper()
-        and (len(word) == 1 or (word.lower() not in STOPWORDS and word.lower() not in _TITLE_WORDS))
-        for word in words
-    )
-
-
-# Words of a speaker label that name no one in particular ("The Chair (Hon. …)", "Mr. …").
-_TITLE_WORDS = frozenset(
-    {"mr", "mrs", "ms", "dr", "hon", "hon.", "mr.", "ms.", "dr.", "mrs.", "right", "the", "am", "mp"}
-)
-
-
-def agenda_lead(agenda: str) -> str:
-    """The line that opens an answer from one agenda item of a meeting."""
-    return f"The meeting discussed “{agenda}”:"
 
 
 def cite(sentence: str, n: int) -> str:
@@ -473,7 +327,7 @@ class ExtractiveLLM:
         if self.reply_weight:
             # A quoted question is then followed by its answer. QMSum validation ROUGE-L, fit half
             # 0.163 → 0.167 (0.6 and 1.0 did worse there), held-out 0.161 → 0.163.
-            _lend_to_replies(candidates, weight=self.reply_weight)
+            lend_to_replies(candidates, weight=self.reply_weight)
         for cand in candidates:
             # A question in the sources echoes the person's question but does not answer it
             # (penalised after lending, so its reply inherits its own relevance).
@@ -488,9 +342,18 @@ class ExtractiveLLM:
         on_agenda = any(src.agenda for src in sources)
         if not self._relevant(candidates, q_terms) and not narrowed and not on_agenda:
             return [], best_similarity
+        prose = not any(c.speaker for c in candidates)
+        if prose and not narrowed and unmentioned_names(question, " ".join(f"{s.title} {s.text}" for s in sources)):
+            return [], best_similarity  # it names something the sources never mention
         more = any(phrase.startswith(STATED_MORE_ABOUT) for phrase in stated or [])
-        floor_ratio = self.more_floor_ratio if more else self.floor_ratio
-        return self._choose(candidates, vecs, floor_ratio=floor_ratio), best_similarity
+        # "What did we decide with Acme?", "what are the steps…": the answer is every decision
+        # (step) the sources hold, often one a document, not the one closest to the question.
+        whole = wants_all(q_terms)
+        floor_ratio = self.more_floor_ratio if more or whole else self.floor_ratio
+        chosen = self._choose(candidates, vecs, floor_ratio=floor_ratio, whole=whole)
+        if prose and not narrowed and expected_form_missing(question, [c.text for c in chosen]):
+            return [], best_similarity  # "when…?" answered by no date, "how many…?" by no number
+        return chosen, best_similarity
 
     def _relevant(self, candidates: list[Sentence], q_terms: set[str]) -> bool:
         """Whether any candidate answers the question rather than merely sharing its topic.
@@ -519,7 +382,9 @@ class ExtractiveLLM:
             for c in candidates
         )
 
-    def _choose(self, candidates: list[Sentence], vecs: list[list[float]], *, floor_ratio: float) -> list[Sentence]:
+    def _choose(
+        self, candidates: list[Sentence], vecs: list[list[float]], *, floor_ratio: float, whole: bool = False
+    ) -> list[Sentence]:
         """Pick the answer's sentences by maximal marginal relevance, then put them in reading order.
 
         After the first, a sentence must reach ``floor_ratio`` of its relevance (or be among the
@@ -539,6 +404,8 @@ class ExtractiveLLM:
                 # Once a document answers, its neighbouring sentences read better than a hop to
                 # another document that merely shares words.
                 focus = self.focus_bonus if chosen and c.source.n == chosen[0].source.n else 0.0
+                if whole and _says_kind(c.text):  # another decision is worth the hop
+                    focus = 2 * self.focus_bonus
                 return self.mmr_lambda * (c.score + focus) - (1 - self.mmr_lambda) * redundancy
 
             pick = max(pool, key=mmr)
@@ -614,6 +481,22 @@ class ExtractiveLLM:
             previous = first.source.n
 
 
+# Questions whose answer is a list the sources spread out: every decision, every step.
+_LIST_TERMS = frozenset(
+    stem(w) for w in ["decide", "decision", "agree", "step", "conclude", "action", "todo", "outcome", "resolve"]
+)
+_LIST_WORD_RE = re.compile(r"\b(?:decision|decided|decide|agreed|agree|step|action item|concluded|resolved)s?\b", re.I)
+
+
+def wants_all(q_terms: set[str]) -> bool:
+    """A short question asking for a kind of thing ("what did we decide with Acme?"), not one fact."""
+    return bool(q_terms & _LIST_TERMS) and len(q_terms - _LIST_TERMS - GENERIC_TERMS) <= 2
+
+
+def _says_kind(text: str) -> bool:
+    return bool(_LIST_WORD_RE.search(text))
+
+
 # Words that say what kind of answer is wanted, not what it is about.
 GENERIC_TERMS = frozenset(
     stem(w)
@@ -637,22 +520,6 @@ def _without_stated(question: str, stated: list[str] | None) -> tuple[str, bool]
     counting = any(p.startswith(STATED_COUNT) for p in stated or [])
     narrowed = bool(stated) and (counting or len(content_terms(residual) - GENERIC_TERMS) <= 1)
     return residual or question, narrowed
-
-
-def _lend_to_replies(candidates: list[Sentence], *, weight: float) -> None:
-    """A question asked in a meeting lends its relevance to the reply: the next speaker's first
-    sentence answers it, though it seldom repeats its words ("Had HEFCW done any assessment…?"
-    is asked by a member, answered by the witness)."""
-    at = {(c.source.n, c.position): c for c in candidates}
-    for asked in candidates:
-        if not (asked.speaker and asked.asks):
-            continue
-        pos = asked.position + 1
-        while (nxt := at.get((asked.source.n, pos))) is not None and nxt.speaker == asked.speaker:
-            pos += 1  # the same person asking on ("… risk appetite? Do you feel that…?")
-        if nxt is None or not nxt.speaker:
-            continue
-        nxt.relevance = max(nxt.relevance, weight * asked.relevance)
 
 
 def _unsaid_sentences(sources: list[ContextSource], already_said: str) -> list[Sentence]:

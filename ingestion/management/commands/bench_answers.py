@@ -1,4 +1,6 @@
-"""``manage.py bench_answers --dataset DIR``: answer quality on a folder of QMSum meetings.
+"""``manage.py bench_answers --dataset DIR``: answer quality on a folder of QMSum meetings, or on
+articles with SQuAD 2.0 questions (a folder with ``docs/`` and ``questions.jsonl``, such as
+``../shared/data/squad-dev``), with a plain BM25 peer asked in the same run.
 
 It lives in ingestion because it indexes the folder first (``ingest_document_paths``); the ask
 pipeline and the figures are rag's (``rag.answering.answer_bench``).
@@ -12,9 +14,13 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from rag import text_search
-from rag.answering import answer_bench
+from rag.answering import answer_bench, squad_bench
 from rag.answering.evaluation import read_questions
 
+SQUAD_KEYS = (
+    "questions", "answerable", "unanswerable", "answer_found", "peer_answer_found", "right_article_cited",
+    "answerable_refused", "unanswerable_refused", "seconds", "seconds_per_question",
+)  # fmt: skip
 KEYS = (
     "questions", "meeting_in_sources", "citations_from_meeting", "refusal_rate", "rougeL_f1",
     "offtopic_refusal_rate", "seconds", "seconds_per_question",
@@ -31,7 +37,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--dataset", type=Path, required=True, help="Folder of QMSum meeting JSON files.")
         parser.add_argument(
-            "--collection", default="qmsum", help="Collection the meetings are indexed into and asked in."
+            "--collection", default=None,
+            help="Collection the documents are indexed into and asked in (default: qmsum, or squad for articles).",
+        )  # fmt: skip
+        parser.add_argument(
+            "--every", type=int, default=1, help="Articles: ask every Nth question only (a quicker, still even run)."
         )
         parser.add_argument("--model", default=None, help="A model id (default: the configured one).")
         parser.add_argument(
@@ -47,6 +57,9 @@ class Command(BaseCommand):
         root: Path = opts["dataset"]
         if not root.is_dir():
             raise CommandError(f"{root} is not a folder")
+        if squad_bench.is_squad_folder(root):
+            return self._squad(root, opts)
+        opts["collection"] = opts["collection"] or "qmsum"
         questions = answer_bench.qmsum_questions(root)
         if not questions:
             raise CommandError(f"No QMSum meeting file with specific_query_list questions in {root}")
@@ -80,3 +93,31 @@ class Command(BaseCommand):
         for name, half in report["halves"].items():  # fit: every other meeting; held_out: the rest
             figures = ", ".join(f"{k} {half[k]}" for k in KEYS if k in half)
             self.stdout.write(f"{name:24} meetings {half['meetings']}, {figures}")
+
+    def _squad(self, root: Path, opts) -> None:
+        from ingestion.services import IngestError, ingest_document_paths
+
+        collection = opts["collection"] or "squad"
+        questions = squad_bench.sample(squad_bench.squad_questions(root), opts["every"])
+        if opts["limit"]:
+            questions = questions[: opts["limit"]]
+        if not questions:
+            raise CommandError(f"No question in {root / 'questions.jsonl'}")
+        if not opts["no_ingest"]:
+            try:
+                run = ingest_document_paths(paths=[root / "docs"], collection=collection)
+            except IngestError as exc:
+                raise CommandError(str(exc)) from exc
+            self.stderr.write(f"indexed {root / 'docs'}: ingest run {run.pk} ({run.status})")
+        text_search.check_bm25_index(force=True)
+        try:
+            report = squad_bench.run_squad_bench(
+                root=root, questions=questions, collection=collection, model=opts["model"]
+            )
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        if opts["json"]:
+            self.stdout.write(json.dumps(report, indent=2))
+            return
+        for key in SQUAD_KEYS:
+            self.stdout.write(f"{key:24} {report[key]}")

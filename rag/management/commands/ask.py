@@ -41,7 +41,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--user",
             default=None,
-            help="Answer as this username (its ACL); default: the operator, who sees everything.",
+            help="Answer as this username: only what that user may see (required unless --all-projects).",
+        )
+        parser.add_argument(
+            "--all-projects",
+            action="store_true",
+            help="Answer as an operator who sees every project, restricted and private documents included.",
         )
         parser.add_argument(
             "--conversation", default=None, help="Continue a conversation id printed by an earlier ask."
@@ -50,6 +55,14 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         user = None
         scope = Scope.everything()
+        if opts["user"] and opts["all_projects"]:
+            raise CommandError("Give either --user USERNAME or --all-projects, not both.")
+        if not opts["user"] and not opts["all_projects"]:
+            # An answer quoting restricted and private documents must be asked for in so many words.
+            raise CommandError(
+                "Say whose view to answer from: --user USERNAME (what that user may see), or --all-projects "
+                "(every project, restricted and private documents included)."
+            )
         if opts["user"]:
             try:
                 user = get_user_model().objects.get(username=opts["user"])

@@ -127,7 +127,7 @@
   }
   function newTurn(query) {
     const turn = document.getElementById("turn-tpl").content.firstElementChild.cloneNode(true);
-    const state = { turnId: ++turnSeq, query, text: "", sources: [], cited: new Set(), interactionId: null, fallback: null, chips: null, searched: null, ignored: [] };
+    const state = { turnId: ++turnSeq, query, text: "", sources: [], cited: new Set(), interactionId: null, fallback: null, chips: null, searched: null, strategy: null, ignored: [], judgments: {} };
     turn.querySelector(".question").textContent = query;
     thread.appendChild(turn);  // oldest first: the new turn goes below
     return { turn, state };
@@ -146,14 +146,20 @@
   function renderSearched(turn, state) {
     const el = turn.querySelector(".searched");
     const q = (state.searched || "").trim();
-    if (q && q.toLowerCase() !== state.query.trim().toLowerCase()) {
+    if (!q && (state.strategy === "REUSE" || state.strategy === "NO_RAG")) {
+      // Nothing was searched: the answer reads the sources of the turn before.
+      el.hidden = false;
+      el.textContent = "No new search: the sources of the last answer were read again.";
+    } else if (q && q.toLowerCase() !== state.query.trim().toLowerCase()) {
       el.hidden = false;
       el.innerHTML = `Searched for: <q>${esc(q)}</q>`;
     } else el.hidden = true;
   }
 
-  const ORIGIN = { guessed: "guessed from your words", stated: "you asked for it" };
+  const ORIGIN = { guessed: "guessed from your words", stated: "you asked for it", form: "set in the filters below" };
   const EFFECT = { filter: "only matching sources are searched", boost: "matching sources are ranked higher", dropped: "not applied: it matched nothing you can see" };
+  const WIDENED = "nothing under this filter answered, so everything was searched";
+  const ORIGIN_WORD = { stated: "you said", guessed: "guessed", form: "filter" };
   function renderChips(turn, state) {
     const box = turn.querySelector(".chips");
     box.innerHTML = "";
@@ -161,14 +167,24 @@
     box.hidden = chips.length === 0;
     for (const chip of chips) {
       const span = document.createElement("span");
-      const origin = chip.origin === "stated" ? "stated" : "guessed";
-      span.className = `chip origin-${origin} effect-${esc(chip.effect || "filter")}`;
+      const origin = ORIGIN[chip.origin] ? chip.origin : "guessed";
+      span.className = `chip origin-${origin} effect-${esc(chip.effect || "filter")}${chip.widened ? " widened" : ""}`;
       const label = chip.label || `${chip.field}: ${chip.value}`;
-      const why = `${ORIGIN[origin]}${chip.phrase ? ` (“${chip.phrase}”)` : ""} · ${EFFECT[chip.effect] || ""}`;
+      const why = `${ORIGIN[origin]}${chip.phrase ? ` (“${chip.phrase}”)` : ""} · ${chip.widened ? WIDENED : EFFECT[chip.effect] || ""}`;
       span.title = why;
-      span.dataset.field = chip.field; span.dataset.value = chip.value;
-      span.innerHTML = `<span class="chip-origin">${origin === "stated" ? "you said" : "guessed"}</span><span class="chip-label">${esc(label)}</span>`;
-      if (chip.effect !== "dropped") {
+      span.dataset.field = chip.field; span.dataset.value = chip.value; span.dataset.origin = origin;
+      span.innerHTML = `<span class="chip-origin">${ORIGIN_WORD[origin]}</span><span class="chip-label">${esc(label)}</span>`;
+      if (origin === "form") {
+        const x = document.createElement("button");
+        x.type = "button"; x.className = "chip-x"; x.textContent = "×";
+        x.title = `Ask again without “${label}” (clears it in the filters)`; x.setAttribute("aria-label", x.title);
+        x.addEventListener("click", () => {
+          if (controller) return;
+          clearFormFilter(chip.field, chip.value);
+          ask(state.query);
+        });
+        span.appendChild(x);
+      } else if (chip.effect !== "dropped") {
         const x = document.createElement("button");
         x.type = "button"; x.className = "chip-x"; x.textContent = "×";
         x.title = `Ask again without “${label}”`; x.setAttribute("aria-label", x.title);
@@ -213,14 +229,17 @@
       // The agenda item of this meeting the question is about: why it was chosen, in its own words.
       const agenda = s.agenda ? ` <span class="agenda" title="The part of this meeting your question is about">on “${esc(s.agenda)}”</span>` : "";
       const original = s.url && ORIGINAL.test(s.url) ? ` <a class="orig-link" href="${esc(s.url)}" target="_blank" rel="noopener noreferrer">${originalLabel(s.url)} ↗</a>` : "";
-      li.innerHTML = `<span class="n">[${s.n}]</span><div class="body"><a class="src-link" href="${esc(docHref(s.chunk_uid))}">${title}</a>${crumb}${agenda} <span class="badge">${esc(s.collection)}</span>${ocr}${original}<div class="snippet">${esc(plain(s.snippet || s.content).slice(0, 300))}</div></div>` +
+      li.innerHTML = `<span class="n">[${s.n}]</span><div class="body"><a class="src-link" href="${esc(docHref(s.chunk_uid))}">${title}</a>${crumb}${agenda} <span class="badge">${esc(s.collection_label || s.collection)}</span>${ocr}${original}<div class="snippet">${esc(plain(s.snippet || s.content).slice(0, 300))}</div></div>` +
         `<span class="date">${s.date ? esc(s.date) : ""}</span>` +
         `<span class="thumbs"><button type="button" data-label="positive" title="Relevant source" aria-label="Relevant source">${THUMB_UP}</button><button type="button" data-label="negative" title="Not relevant" aria-label="Not relevant">${THUMB_DOWN}</button></span>`;
       li.querySelectorAll("a.src-link, a.orig-link").forEach((a) => a.addEventListener("click", () => {
         if (state.interactionId) post("/rag/feedback/click", { interaction_id: state.interactionId, chunk_uid: s.chunk_uid, rank: s.n }, true);
       }));
+      const judged = state.judgments[s.chunk_uid];
+      li.querySelectorAll(".thumbs button").forEach((b) => b.classList.toggle("on", !!judged && b.dataset.label === judged));
       li.querySelectorAll(".thumbs button").forEach((b) => b.addEventListener("click", () => {
         if (!state.interactionId) return;
+        state.judgments[s.chunk_uid] = b.dataset.label;
         li.querySelectorAll(".thumbs button").forEach((x) => x.classList.toggle("on", x === b));
         post("/rag/feedback", { interaction_id: state.interactionId, outcome: 0, judgments: [{ chunk_uid: s.chunk_uid, label: b.dataset.label }] });
       }));
@@ -259,6 +278,7 @@
   }
 
   function takeAnalysis(turn, state, data) {
+    if (data.strategy !== undefined) state.strategy = data.strategy;
     if (data.analysis_filters !== undefined) { state.chips = data.analysis_filters; renderChips(turn, state); }
     if (data.searched_query !== undefined) { state.searched = data.searched_query; renderSearched(turn, state); }
   }
@@ -297,6 +317,7 @@
     state.sources = t.sources || [];
     state.cited = new Set((t.citations || []).map((c) => c.n));
     state.interactionId = t.interaction_id;
+    state.judgments = t.judgments || {};
     state.text = t.answer || "";
     takeAnalysis(turn, state, t);
     renderSources(turn, state);
@@ -375,6 +396,38 @@
     } finally {
       askBtn.disabled = false; stopBtn.disabled = true; controller = null;
     }
+  }
+
+  // -- the filters panel: how many are set, shown while it is folded; one button clears them all --
+  const filtersBox = form.querySelector("details.filters");
+  const filtersCount = document.getElementById("filters-count");
+  const clearFilters = document.getElementById("clear-filters");
+  function formFilterCount() {
+    const fd = new FormData(form);
+    let n = fd.getAll("collections").length;
+    for (const k of ["date_from", "date_to", "domain", "entity", "people"]) if (fd.get(k)) n += 1;
+    return n;
+  }
+  function updateFilterCount() {
+    const n = formFilterCount();
+    filtersCount.textContent = n ? ` (${n} set)` : "";
+    clearFilters.hidden = n === 0;
+  }
+  function clearFormFilter(field, value) {
+    if (field === "collections") form.querySelectorAll('input[name="collections"]').forEach((c) => { if (c.value === value) c.checked = false; });
+    else if (field === "date") { form.elements.date_from.value = ""; form.elements.date_to.value = ""; }
+    else if (form.elements[field]) form.elements[field].value = "";
+    updateFilterCount();
+  }
+  if (filtersBox && filtersCount && clearFilters) {
+    form.addEventListener("change", updateFilterCount);
+    form.addEventListener("input", updateFilterCount);
+    clearFilters.addEventListener("click", () => {
+      form.querySelectorAll('input[name="collections"]').forEach((c) => { c.checked = false; });
+      for (const k of ["date_from", "date_to", "domain", "entity", "people"]) if (form.elements[k]) form.elements[k].value = "";
+      updateFilterCount();
+    });
+    updateFilterCount();
   }
 
   form.addEventListener("submit", (e) => {

@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 
 from feedback.models import Interaction
-from rag.answering import services
+from rag.answering import retrieval
 from tests.rag.answering.conftest import JOURNAL, TODAY
 from tests.rag.answering.fake_openai import FakeOpenAI, use_fake
 
@@ -109,8 +109,11 @@ def test_counting_question_is_answered_from_metadata_first(alice, corpus):
 
 
 def test_name_filter_that_empties_the_candidates_falls_back_to_a_broader_search(alice, corpus):
-    # Ana is a known person but no entry of the past week is tagged with her.
-    body = post(alice, ASK, {"query": "Did I see Ana in the past week?"}).json()
+    # Ana is a known person but no entry of the past week is tagged with her. The week is set in
+    # the form: a period read from the question would be lifted when nothing in it answers
+    # (test_soft_filters_followups), a period the person set is not.
+    week = (TODAY - dt.timedelta(days=7)).isoformat()
+    body = post(alice, ASK, {"query": "Did I see Ana?", "date_from": week}).json()
     assert body["analysis"]["people"] == ["Ana"]
     assert body["fallback"] == "names" and body["filters"].get("people") is None
     assert next(c for c in body["analysis_filters"] if c["field"] == "people")["effect"] == "dropped"
@@ -197,8 +200,8 @@ def test_follow_ups_reuse_the_context_and_a_new_topic_searches_again(alice, corp
     first = post(alice, ASK, {"query": "What is a closure in JavaScript?"}).json()
     cid = first["conversation_id"]
     searches = []
-    real_search = services.chunk_search
-    monkeypatch.setattr(services, "chunk_search", lambda **kw: searches.append(kw["query"]) or real_search(**kw))
+    real_search = retrieval.chunk_search
+    monkeypatch.setattr(retrieval, "chunk_search", lambda **kw: searches.append(kw["query"]) or real_search(**kw))
 
     more = post(alice, ASK, {"query": "tell me more", "conversation_id": cid}).json()
     assert more["strategy"] == "REUSE" and searches == []

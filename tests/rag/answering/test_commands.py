@@ -27,7 +27,7 @@ class Chunks(io.StringIO):
 
 def test_ask_streams_the_answer_then_sources_and_costs(corpus):
     out, err = Chunks(), io.StringIO()
-    call_command("ask", "What states can a promise be in?", stdout=out, stderr=err)
+    call_command("ask", "What states can a promise be in?", "--all-projects", stdout=out, stderr=err)
     text = out.getvalue()
     assert "pending" in text.split("Sources")[0]
     assert "Sources" in text and "*[" in text and "Promises" in text
@@ -41,7 +41,7 @@ def test_ask_streams_the_answer_then_sources_and_costs(corpus):
 
 def test_ask_json_matches_the_api_shape(corpus):
     out = io.StringIO()
-    call_command("ask", "What did Aurora Fund return?", "--json", stdout=out)
+    call_command("ask", "What did Aurora Fund return?", "--json", "--all-projects", stdout=out)
     body = json.loads(out.getvalue())
     assert body["error"] is None and "4.2 percent" in body["answer"]
     assert body["filters"]["entity"] == "Aurora Fund" and body["citations"][0]["url"] == "https://meetings.example/m1"
@@ -57,15 +57,29 @@ def test_ask_as_a_user_respects_the_acl(corpus, user):
     assert "Mirela Voss" in json.loads(out.getvalue())["answer"]
 
 
+def test_ask_without_user_does_not_answer_as_an_all_seeing_operator(corpus):
+    """Issue 26: without --user the CLI answered from every project, restricted and private
+    documents included. Now it asks whose view to answer from."""
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="--user USERNAME.*--all-projects"):
+        call_command("ask", "Who founded Zephyr Robotics?", "--json", stdout=out)
+    assert "Mirela" not in out.getvalue()
+    assert not Interaction.objects.exists()
+    with pytest.raises(CommandError, match="not both"):
+        call_command("ask", "Who founded Zephyr Robotics?", "--user", "insider", "--all-projects")
+    call_command("ask", "Who founded Zephyr Robotics?", "--json", "--all-projects", stdout=out)
+    assert "Mirela Voss" in json.loads(out.getvalue())["answer"]
+
+
 def test_ask_refuses_bad_input_with_a_message(corpus):
     with pytest.raises(CommandError, match="empty"):
-        call_command("ask", "  ")
+        call_command("ask", "  ", "--all-projects")
     with pytest.raises(CommandError, match="Unknown collection"):
-        call_command("ask", "closures", "--collection", "nope")
+        call_command("ask", "closures", "--collection", "nope", "--all-projects")
     with pytest.raises(CommandError, match="YYYY-MM-DD"):
-        call_command("ask", "closures", "--from", "yesterday-ish")
+        call_command("ask", "closures", "--from", "yesterday-ish", "--all-projects")
     with pytest.raises(CommandError, match="model"):
-        call_command("ask", "closures", "--model", "gpt-9-ultra")
+        call_command("ask", "closures", "--model", "gpt-9-ultra", "--all-projects")
     assert not Interaction.objects.exists()
 
 

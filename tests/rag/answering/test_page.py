@@ -20,7 +20,7 @@ def test_page_offers_the_callers_filters_and_models(client, corpus, user):
     html = client.get("/").content.decode()
     for needle in (
         'id="question"', 'id="stop-btn"', 'value="extractive"', 'value="journal"', 'value="Aurora Fund"', 'value="Leo"',
-        'name="csrf-token"', "rag/ask.js",
+        'name="csrf-token"', "rag/ask.js", 'id="filters-count"', 'id="clear-filters"',
     ):
         assert needle in html, needle
     # The page's script is a static file (no inline script under the Content-Security-Policy).

@@ -1,0 +1,72 @@
+"""What the answerer checks on written documents (handbooks, articles, notes), not transcripts.
+
+Prose states its facts: a question that asks "when" is answered by a sentence with a date, "how
+many" by one with a number, and a question that names something the sources never mention
+(a person, a place, a year) is not answered by them, however close its other words come. Speech
+is looser ("the thing we said last week"), so transcripts are left to ``rag.llm.transcripts``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from rag.words import STOPWORDS
+
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december"
+    "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_WHEN_RE = re.compile(
+    r"^\s*(?:when\b|(?:in |by |during |since )?(?:what|which) (?:year|century|decade|date|month|day|period)\b)", re.I
+)
+_HOW_MANY_RE = re.compile(
+    r"^\s*(?:how (?:many|much|long|old|far|large|big|tall|high|often)\b|(?:what|which) (?:percentage|percent"
+    r"|proportion|number|amount|size|population)\b)",
+    re.I,
+)
+_TIME_RE = re.compile(rf"\b(?:1\d{{3}}|20\d{{2}}|\d{{1,4}}s|{_MONTHS}|centur(?:y|ies)|\d+(?:st|nd|rd|th))\b", re.I)
+_NUMBER_RE = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred"
+    r"|thousand|million|billion|dozen|half|several|few|many|most|all|none)\b",
+    re.I,
+)
+_NAME_RE = re.compile(r"\b(?:[A-Z][\w'’.-]*[A-Za-z]|\d{3,4})\b")
+
+
+def expected_form_missing(question: str, sentences: list[str]) -> bool:
+    """The question asks for a time or a quantity and no sentence of the answer holds one."""
+    text = " ".join(sentences)
+    if _WHEN_RE.search(question):
+        return not _TIME_RE.search(text)
+    if _HOW_MANY_RE.search(question):
+        return not _NUMBER_RE.search(text)
+    return False
+
+
+def unmentioned_names(question: str, sources_text: str) -> list[str]:
+    """Names and years of the question (capitalised words after its first, numbers) that the
+    sources never mention: a question about something they do not hold."""
+    words = _NAME_RE.findall(question)
+    first = re.match(r"\s*([\w'’.-]+)", question)
+    if first and words and words[0] == first.group(1):
+        words = words[1:]  # a sentence's first word is capitalised anyway
+    said = _fold(sources_text)
+    # A name spelt a little differently ("Kucukdeveci", "Gebhard v Consiglio…") is still the same
+    # name: its first five letters beginning a word of the sources will do.
+    starts = {w[:5] for w in re.findall(r"[a-z0-9]+", said)}
+    missing = []
+    for word in words:
+        low = _fold(word).strip(".'’")
+        if low in STOPWORDS or len(low) < 2 or not re.fullmatch(r"[a-z0-9'’.-]+", low):
+            continue
+        stem = low[:-2] if low.endswith(("'s", "’s")) else low
+        if re.search(rf"(?<![\w]){re.escape(stem)}", said) or (len(stem) >= 5 and stem[:5] in starts):
+            continue
+        missing.append(word)
+    return missing
+
+
+def _fold(text: str) -> str:
+    """Lower case without accents: "Küçükdeveci" is "kucukdeveci"."""
+    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()

@@ -1,0 +1,161 @@
+"""What only transcripts need: speaker turns, hesitations, role names, a question's reply.
+
+The general answerer (``rag.llm.extractive``) reads any document; when a source's lines are
+speaker turns ("Maya Chen: …", "Professor A: …") it calls what is here: the turn's words tidied
+as an edited transcript would print them, quotes that name their speaker, a question naming a
+speaker ("what did the professor say"), the agenda item a meeting's answer comes from, and the
+reply a question asked in the meeting lends its relevance to. Nothing here runs for handbooks,
+articles or notes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from rag.words import STOPWORDS, content_terms, stem
+
+if TYPE_CHECKING:
+    from rag.llm.extractive import Sentence
+
+# Words of conversation rather than of its subject: what keeps a line going, not what it is about
+# (beside the stopwords, which ``content_terms`` drops already).
+_CHAT_TERMS = frozenset(
+    stem(w)
+    for w in [
+        "yeah", "yes", "okay", "ok", "right", "sure", "guess", "think", "mean", "thing", "stuff", "kind", "sort",
+        "lot", "really", "well", "actually", "say", "wanna", "gonna", "go", "going", "got", "see", "look", "like",
+        "maybe", "probably", "yep", "huh", "oh", "alright",
+    ]
+)  # fmt: skip
+
+
+def says_something(text: str) -> bool:
+    """Whether a spoken sentence has a word about its subject, not only conversation."""
+    return bool(content_terms(text) - _CHAT_TERMS)
+
+
+SPEAKER_RE = re.compile(r"^\s*([A-Z][\w.'’-]*(?: [A-Za-z0-9][\w.'’-]*){0,3}):\s+(\S.*)$")
+
+
+# Hesitation sounds, and a word or two said twice in a row ("the the", "I I", "we were we were"):
+# how people speak, not what they say. Quotes drop them, as an edited transcript would.
+_FILLER_RE = re.compile(r"(?:,\s*)?\b(?:mm-hmm|uh-huh|u+h+|u+m+|e+r+m+|h+m+|m+h*m+)\b(?:\s*,)?", re.I)
+_REPEAT_RE = re.compile(r"\b(\w+(?:['’]\w+)?(?: \w+(?:['’]\w+)?)?)(?:,? \1\b)+", re.I)
+# A word broken off and said again whole ("agai again", "w what", "ap applicable"): up to four
+# letters that begin the next word. A real short word keeps its place ("in into", "a again"),
+# and so does a contraction's end ("we're recording").
+_FALSE_START_RE = re.compile(r"(?<!['’])\b([A-Za-z]{1,4})[-,]? (?=\1[a-z])", re.I)
+_SENTENCE_START_RE = re.compile(r"(\w{2,}[.!?] )([a-z])")
+# A sentence broken off and begun again ("So this is The project is called…", "but we find that
+# We want the meeting…"): transcribers capitalise the word that starts the new one. Only words
+# that are capitalised nowhere but at a sentence's start tell ("we use Matlab" is a name, "I"
+# is always capital), and only a short broken-off start goes: a long one is a sentence whose
+# stop the transcript lacks.
+_RESTART_RE = re.compile(
+    r"(?:^|(?<=[.!?] ))(?:[^.!?\s]+ ){0,9}?[^.!?\s]*[a-z,] "
+    r"(?=(?:The|We|It|This|That|So|And|But|What|You|They|He|She|There|If|How|Our|My|In|Then|When|Now|Why|Where)\b)"
+)
+_LEAD_MARKER_RE = re.compile(r"^(?:(?:yeah|okay|ok|so|well|and|but|oh)\b[,.]?\s+)+(?=\w)", re.I)
+
+
+# Doubled words that are grammar, not a stammer ("he had had enough"), and numbers ("10 10").
+_KEEP_DOUBLED = frozenset({"had", "that", "is", "do"})
+
+
+def _once(m: re.Match) -> str:
+    said = m[1]
+    if said.lower() in _KEEP_DOUBLED or any(ch.isdigit() for ch in said):
+        return m[0]
+    return said
+
+
+def _false_start(m: re.Match) -> str:
+    return m[0] if m[1].lower() in STOPWORDS else ""
+
+
+def tidy_speech(text: str) -> str:
+    """A spoken turn as readable words: no "um"/"uh", no stammered repeats, no leading "yeah, so".
+
+    The words said stay in their order; hesitations and false starts go, and so do discourse
+    markers that only open a turn ("yeah", "so", "and", "but"). ("Um, build a system that, uh,
+    classifies these, um these" → "Build a system that classifies these".)"""
+    original = text
+    text = re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r"\s+", " ", _FILLER_RE.sub(" ", text)))
+    text = re.sub(r"([,;:])(?:\s*[,;:])+", r"\1", text)
+    # "the project. Um." lost its "Um" but kept the stop: one stop (an ellipsis stays).
+    text = re.sub(r"(?<!\.)([.!?])\.(?!\.)", r"\1", text)
+    text = _REPEAT_RE.sub(_once, text).strip(" ,").lstrip(".;: ")  # a turn that opened "Um. So…"
+    text = _FALSE_START_RE.sub(_false_start, text)
+    for _ in range(3):  # "We m We may wind up with ver We may need…": one restart at a time
+        text, restarts = _RESTART_RE.subn("", text)
+        if not restarts:
+            break
+    # "you guys. Um sends a message" lost its "Um": the sentence starts with a capital again.
+    text = _SENTENCE_START_RE.sub(lambda m: m[1] + m[2].upper(), text)
+    text = _LEAD_MARKER_RE.sub("", text)
+    # A turn that lost its opening "um, so" starts with a capital again; one that begins as the
+    # speaker began it keeps its case ("knowhub can pull…" is the product's name).
+    if text and not original.lstrip().startswith(text[:12]):
+        return text[:1].upper() + text[1:]
+    return text
+
+
+def quote(speaker: str, sentences: list[str], n: int) -> str:
+    """A speaker's words as a quote with its citation: ``Maya Chen: “…” [1]``."""
+    text = " ".join(s.strip() for s in sentences)
+    return f"{speaker}: “{text}” [{n}]"
+
+
+_NAMEWORD_RE = re.compile(r"[A-Za-z][\w'’.-]*")
+
+
+def names_speaker(question: str, speaker: str) -> bool:
+    """Whether the question names this speaker: the whole name ("industrial designer"), or one
+    of its capitalised words as written ("Maya", "Marketing", the "C" of "Professor C")."""
+    words = _NAMEWORD_RE.findall(speaker)
+    if len(words) > 1 and re.search(rf"\b{re.escape(speaker)}\b", question, flags=re.I):
+        return True
+    # A role and a letter ("Professor A", "PhD C") is named by its role: "the professor".
+    if (
+        len(words) == 2
+        and re.fullmatch(r"[A-Z0-9]", words[1])
+        and re.search(rf"\bthe {re.escape(words[0])}\b", question, flags=re.I)
+    ):
+        return True
+    asked_words = _NAMEWORD_RE.findall(question)
+    # A sentence's first word is capitalised anyway: "A plan for…" names no "Grad A".
+    asked = set(asked_words[1:]) | {w for w in asked_words[:1] if len(w) > 1}
+    return any(
+        word in asked
+        and word[0].isupper()
+        and (len(word) == 1 or (word.lower() not in STOPWORDS and word.lower() not in _TITLE_WORDS))
+        for word in words
+    )
+
+
+# Words of a speaker label that name no one in particular ("The Chair (Hon. …)", "Mr. …").
+_TITLE_WORDS = frozenset(
+    {"mr", "mrs", "ms", "dr", "hon", "hon.", "mr.", "ms.", "dr.", "mrs.", "right", "the", "am", "mp"}
+)
+
+
+def agenda_lead(agenda: str) -> str:
+    """The line that opens an answer from one agenda item of a meeting."""
+    return f"The meeting discussed “{agenda}”:"
+
+
+def lend_to_replies(candidates: list[Sentence], *, weight: float) -> None:
+    """A question asked in a meeting lends its relevance to the reply: the next speaker's first
+    sentence answers it, though it seldom repeats its words ("Had HEFCW done any assessment…?"
+    is asked by a member, answered by the witness)."""
+    at = {(c.source.n, c.position): c for c in candidates}
+    for asked in candidates:
+        if not (asked.speaker and asked.asks):
+            continue
+        pos = asked.position + 1
+        while (nxt := at.get((asked.source.n, pos))) is not None and nxt.speaker == asked.speaker:
+            pos += 1  # the same person asking on ("… risk appetite? Do you feel that…?")
+        if nxt is None or not nxt.speaker:
+            continue
+        nxt.relevance = max(nxt.relevance, weight * asked.relevance)

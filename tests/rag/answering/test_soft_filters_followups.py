@@ -1,0 +1,211 @@
+"""Issue 26: the ask page on questions nobody tuned for. Filters read from a question never
+silently empty the answer, follow-ups only follow when they point back, answers quote every
+decision asked for, and the details a person notices on the first day (snippets, quotes, labels,
+thumbs, facet counts). Real PostgreSQL, the real local model, the offline (extractive) answerer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from rag.acl import Scope
+from rag.answering.analysis import parse_query
+from rag.answering.followups import offline_rewrite
+from rag.answering.selectors import Facets, facet_values
+from rag.answering.services import ask_collect
+from rag.answering.sources import collection_label, plain_text, snippet
+from rag.demo import demo_documents
+from rag.llm.extractive import tidy_speech
+from rag.search import SearchFilters
+from rag.services import chunk_upsert
+from rag.units import SourceDocument, Unit
+from tests.rag.answering.test_scenarios import DEMO_TODAY, pinned_today, users  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.django_db(transaction=False)
+
+
+@pytest.fixture
+def demo(users, local_embedder):  # noqa: F811
+    result = chunk_upsert(documents=demo_documents(DEMO_TODAY), embedder=local_embedder)
+    assert not result.errors
+    return users
+
+
+def ask(user, query, **kw):
+    kw.setdefault("log", False)
+    return ask_collect(user=user, scope=Scope.for_user(user), query=query, today=DEMO_TODAY, **kw)
+
+
+def chip(body, field):
+    return next(c for c in body["analysis_filters"] if c["field"] == field)
+
+
+# -- 1. filters that help, never silently hurt ------------------------------------------------
+
+
+def test_a_year_that_is_the_subject_ranks_and_does_not_empty_the_answer(demo):
+    body = ask(demo["member"], "what is the platform budget for 2027?")
+    assert "412,000 euros" in body["answer"], body["answer"]
+    date = chip(body, "date")
+    assert (date["origin"], date["effect"]) == ("guessed", "boost")
+    assert body["filters"].get("date_from") is None
+
+
+def test_next_year_is_a_subject_too():
+    nothing = Facets(collections=[], domains=[], people=[], tags=[], entities=[])
+    analysis = parse_query("plans for next year", today=DEMO_TODAY, facets=nothing)
+    assert (analysis.date_from, analysis.date_to) == (dt.date(2027, 1, 1), dt.date(2027, 12, 31))
+    assert analysis.chips[0].origin == "guessed"
+
+
+def test_a_stated_period_with_nothing_in_it_is_lifted_and_the_chip_says_so(demo):
+    body = ask(demo["member"], "what did we decide in 2025")
+    date = chip(body, "date")
+    assert date["effect"] == "dropped" and date.get("widened") is True
+    assert date["label"] == "nothing dated 2025 — searched everything"
+    assert body["citations"] and ("Decision" in body["answer"] or "agreed" in body["answer"]), body["answer"]
+
+
+def test_a_period_with_nothing_in_it_is_lifted_while_the_name_still_narrows(users, local_embedder):  # noqa: F811
+    from rag.models import Project
+    from tests.rag.answering.conftest import corpus_documents
+
+    Project.objects.create(slug="deal", name="Deal team")
+    assert not chunk_upsert(documents=corpus_documents("deal", 1), embedder=local_embedder).errors
+    member = users["member"]
+    body = ask_collect(user=member, scope=Scope.for_user(member), query="Did I see Ana in the past week?", log=False)
+    date, person = chip(body, "date"), chip(body, "people")
+    assert date["widened"] and date["label"] == "nothing dated the past week — searched everything"
+    assert (person["value"], person["effect"]) == ("Ana", "filter") and body["fallback"] is None
+    assert body["filters"]["people"] == ["Ana"] and body["filters"].get("date_from") is None
+
+
+def test_a_named_person_also_finds_the_meeting_that_mentions_them(demo):
+    body = ask(demo["member"], "what did Leo ask for?")
+    assert chip(body, "people")["value"] == "Leo Martin"
+    assert "monthly report of unanswered questions" in body["answer"], body["answer"]
+
+
+# -- 2. follow-ups that only follow when they should -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("previous", "question"),
+    [
+        ("What is the capital of France?", "How many times did I meet Leo this year?"),
+        ("what did Sam Okafor say about the Notion sync?", "How many meetings did Maya Chen attend this year?"),
+    ],
+)
+def test_a_question_that_stands_alone_carries_nothing_of_the_last_turn(previous, question):
+    rewrite = offline_rewrite(question=question, previous=[previous], today=DEMO_TODAY)
+    assert (rewrite.kind, rewrite.searched_query) == ("standalone", question)
+
+
+def test_and_last_month_re_asks_the_last_question_for_that_period():
+    rewrite = offline_rewrite(question="and in july?", previous=["what did we decide in september"], today=DEMO_TODAY)
+    assert (rewrite.kind, rewrite.searched_query) == ("period", "what did we decide in july?")
+    assert offline_rewrite(question="and last month?", previous=["what did we decide"]).searched_query == (
+        "what did we decide last month?"
+    )
+
+
+def test_period_follow_up_is_answered_for_the_new_period(demo):
+    first = ask(demo["member"], "what did we decide in september", log=True)
+    assert "recency" in first["answer"], first["answer"]
+    body = ask(demo["member"], "and in july?", conversation_id=first["conversation_id"], log=True)
+    assert body["searched_query"] == "what did we decide in july?"
+    assert "five analysts" in body["answer"] and "recency" not in body["answer"], body["answer"]
+
+
+def test_tell_me_more_about_that_reads_the_cited_sources_and_searches_nothing(demo):
+    first = ask(demo["member"], "what does northwind fund keep in notion", log=True)
+    assert [c["title"] for c in first["citations"]] == ["Northwind Fund introduction"], first["answer"]
+    body = ask(demo["member"], "tell me more about that", conversation_id=first["conversation_id"], log=True)
+    assert body["strategy"] == "REUSE" and body["searched_query"] == ""
+    assert {s["title"] for s in body["sources"]} == {"Northwind Fund introduction"}
+    assert "compliance" in body["answer"], body["answer"]
+
+
+def test_form_filters_come_back_as_chips(demo):
+    body = ask(demo["member"], "what did we decide", filters=SearchFilters(collections=["meetings"]))
+    form = [c for c in body["analysis_filters"] if c["origin"] == "form"]
+    assert form == [
+        {"field": "collections", "value": "meetings", "origin": "form", "phrase": "", "effect": "filter",
+         "label": "collection: Meetings (set in the filters)"},
+    ]  # fmt: skip
+
+
+# -- 3. whole answers ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question", ["what did we decide with Acme Capital?", "what did we decide with acme"])
+def test_what_did_we_decide_gives_every_decision(demo, question):
+    body = ask(demo["member"], question)
+    assert "pilot with five analysts" in body["answer"], body["answer"]
+    assert "add recency as a ranking feature" in body["answer"], body["answer"]
+
+
+def test_a_count_opens_only_an_answer_to_a_counting_question(demo):
+    body = ask(demo["member"], "how many analysts are in the acme pilot")
+    assert body["count"] is None and "according to the metadata" not in body["answer"], body["answer"]
+    counted = ask(demo["member"], "how many times did I meet Leo this year?")
+    assert counted["answer"].startswith("**4** entries mention **Leo Martin**"), counted["answer"]
+
+
+def test_quotes_keep_the_sources_case(demo):
+    body = ask(demo["member"], "can knowhub pull notion directly")
+    assert "knowhub can pull Notion directly" in body["answer"], body["answer"]
+    assert tidy_speech("knowhub can pull Notion directly.") == "knowhub can pull Notion directly."
+    assert tidy_speech("um, knowhub can pull it.") == "Knowhub can pull it."
+
+
+# -- 6. the small things ------------------------------------------------------------------------
+
+
+def test_snippets_keep_underscores():
+    assert plain_text("set hnsw.ef_search and hnsw.iterative_scan") == "set hnsw.ef_search and hnsw.iterative_scan"
+    assert snippet("Pulled: set NOTION_TOKEN and run notion_sync.") == "Pulled: set NOTION_TOKEN and run notion_sync."
+    assert plain_text("an _emphasised_ word and **bold** one") == "an emphasised word and bold one"
+
+
+def test_collection_labels_are_human(demo, client):
+    assert collection_label("course_content") == "Course content"
+    assert collection_label("user_sessions") == "User sessions"
+    chunk_upsert(
+        documents=[SourceDocument(collection="course_content", source_type="page", source_id="c1", units=[
+            Unit(unit_anchor="b", title="Closures", content="A closure keeps its scope.")])],
+    )  # fmt: skip
+    client.force_login(demo["member"])
+    page = client.get("/").content.decode()
+    assert "Course content" in page and ">course_content <" not in page
+    body = client.post("/rag/ask", {"query": "what does a closure keep"}, content_type="application/json").json()
+    assert body["sources"][0]["collection_label"] == "Course content"
+
+
+def test_facet_counts_are_fresh_after_an_upload(demo, settings):
+    settings.KNOWHUB_FACET_CACHE_SECONDS = 600
+    scope = Scope.for_user(demo["member"])
+    before = {c["value"]: c["count"] for c in facet_values(scope=scope).collections}
+    assert "uploads" not in before
+    chunk_upsert(
+        documents=[SourceDocument(collection="uploads", source_type="file", source_id="f1",
+                                  units=[Unit(unit_anchor="b", title="Memo", content="A memo uploaded just now.")])],
+    )  # fmt: skip
+    after = {c["value"]: c["count"] for c in facet_values(scope=scope).collections}
+    assert after.get("uploads") == 1
+
+
+def test_source_thumbs_keep_their_state_after_a_reload(demo, client):
+    client.force_login(demo["member"])
+    body = client.post("/rag/ask", {"query": "whats the p95 search latency"}, content_type="application/json").json()
+    uid = body["sources"][0]["chunk_uid"]
+    response = client.post(
+        "/rag/feedback", {"interaction_id": body["interaction_id"], "outcome": 0,
+                          "judgments": [{"chunk_uid": uid, "label": "negative"}]},
+        content_type="application/json",
+    )  # fmt: skip
+    assert response.status_code in (200, 201), response.content
+    detail = client.get(f"/rag/conversations/{body['conversation_id']}").json()
+    assert detail["turns"][0]["judgments"] == {uid: "negative"}

@@ -1,0 +1,22 @@
+"""Checks the answerer makes on written documents only (``rag.llm.prose``)."""
+
+from __future__ import annotations
+
+from rag.llm.prose import expected_form_missing, unmentioned_names
+
+
+def test_a_name_the_sources_never_mention_is_reported():
+    text = "Mount Etna in Sicily is active. Küçükdeveci worked for Swedex."
+    assert unmentioned_names("Which volcano in Iceland erupted?", text) == ["Iceland"]
+    assert unmentioned_names("Which volcano in Sicily is active?", text) == []
+    # a sentence's first word, accents and a name spelt a little differently are not "missing"
+    assert unmentioned_names("Where did Kucukdeveci work?", text) == []
+    assert unmentioned_names("Sicily has which volcano?", text) == []
+
+
+def test_when_and_how_many_want_a_date_and_a_number():
+    assert expected_form_missing("When did the crisis begin?", ["The crisis began after the embargo."])
+    assert not expected_form_missing("When did the crisis begin?", ["The crisis began in October 1973."])
+    assert expected_form_missing("How many analysts joined?", ["Analysts joined the pilot."])
+    assert not expected_form_missing("How many analysts joined?", ["Five analysts joined the pilot."])
+    assert not expected_form_missing("Who joined?", ["Analysts joined the pilot."])
