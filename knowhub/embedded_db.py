@@ -300,3 +300,77 @@ def restart_if_stopped(base_dir: Path) -> bool:
             return False
         logger.warning("restarted the embedded PostgreSQL in %s", pgdata_dir(base_dir))
         return True
+
+
+# --- A streaming replica of the embedded server (tests, trying replicas on one machine) --------
+
+
+def start_replica(base_dir: Path, replica_dir: Path, port: int, *, shared_buffers: str = "128MB") -> str:
+    """Make ``replica_dir`` a streaming replica of the embedded server and start it on
+    127.0.0.1:``port``; returns a URL for the ``knowhub`` database on it.
+
+    ``pg_basebackup -R`` (the server package's own binary) copies the running primary over its
+    Unix socket and writes the standby configuration (``standby.signal`` and ``primary_conninfo``);
+    the replica then streams the primary's WAL from there on. The primary needs nothing changed:
+    initdb's defaults allow local replication connections and keep ``wal_level = replica``.
+    As root, both servers run as the package's ``pgserver`` user, who must own the directory.
+    """
+    from pgserver._commands import pg_basebackup
+    from pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata_dir(base_dir))
+    if info is None or not info.is_running():
+        database_url(base_dir)
+        info = PostmasterInfo.read_from_pgdata(pgdata_dir(base_dir))
+    user = _system_user()
+    replica_dir = replica_dir.resolve()
+    if replica_dir.exists():
+        shutil.rmtree(replica_dir)
+    replica_dir.mkdir(parents=True, mode=0o700)
+    if user:
+        import pwd
+
+        from pgserver.utils import ensure_prefix_permissions
+
+        ensure_prefix_permissions(replica_dir)
+        entry = pwd.getpwnam(user)
+        os.chown(replica_dir, entry.pw_uid, entry.pw_gid)
+    source = f"host={info.socket_dir} port={info.port} user=postgres"
+    pg_basebackup(["-D", str(replica_dir), "-R", "-X", "stream", "-c", "fast", "-d", source], user=user, timeout=600)
+    (replica_dir / MARKER).write_text(SERVER_PACKAGE + " replica\n")
+    restart_replica(replica_dir, port, shared_buffers=shared_buffers)
+    return f"postgresql://postgres@127.0.0.1:{port}/{DB_NAME}"
+
+
+def stop_replica(replica_dir: Path, *, remove: bool = False) -> None:
+    """Stop a replica started by ``start_replica`` (fast shutdown); ``remove`` deletes its data."""
+    from pgserver._commands import pg_ctl
+    from pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(replica_dir)
+    if info is not None and info.is_running():
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=replica_dir, user=_system_user(), timeout=120)
+    if remove and replica_dir.exists():
+        shutil.rmtree(replica_dir)
+
+
+def restart_replica(replica_dir: Path, port: int, *, shared_buffers: str = "128MB") -> None:
+    """Start a stopped replica again (it resumes streaming where it stopped)."""
+    from pgserver._commands import pg_ctl
+
+    pg_ctl(
+        ["-w", "-o", f'-h 127.0.0.1 -p {port} -k "{replica_dir}"', "-o", f"-c shared_buffers={shared_buffers}",
+         *_preload_args(), "-l", str(replica_dir / "log"), "start"],
+        pgdata=replica_dir, user=_system_user(), timeout=120,
+    )  # fmt: skip
+
+
+def _system_user() -> str | None:
+    """The system user the server runs as: ``pgserver`` when we are root (PostgreSQL refuses root)."""
+    return "pgserver" if os.geteuid() == 0 else None
+
+
+def _preload_args() -> list[str]:
+    from pgserver.postgres_server import _preload_libraries_args
+
+    return _preload_libraries_args()
