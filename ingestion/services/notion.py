@@ -28,7 +28,9 @@ from ingestion.services.core import (
     RunRecorder,
     index_documents,
     run_or_create,
+    source_lock,
     sources_remove,
+    this_worker,
 )
 from ingestion.services.folders import Candidate, source_states, sync_candidates
 from ingestion.services.source_settings import apply_setting, setting_for_document
@@ -77,8 +79,6 @@ def notion_delivery_process(
 ) -> NotionDelivery | None:  # fmt: skip
     """Index one stored delivery. Idempotent: a delivery already done is left alone, and one
     superseded by a newer delivery of the same page that is already done is not applied."""
-    from ingestion.sources.notion import webhook_to_document
-
     with transaction.atomic():
         delivery = NotionDelivery.objects.select_for_update().filter(pk=delivery_id).first()
         if delivery is None or delivery.status == NotionDelivery.Status.DONE:
@@ -86,6 +86,27 @@ def notion_delivery_process(
         delivery.status = NotionDelivery.Status.PROCESSING
         delivery.attempts += 1
         delivery.save(update_fields=["status", "attempts", "updated_at"])
+    # One page at a time: a newer delivery processed by another worker meanwhile either finished
+    # first (this one is then superseded) or waits until this one is stored and marked done.
+    with page_lock(delivery.page_id):
+        error = _delivery_apply(delivery, embedder=embedder, raise_transient=raise_transient)
+        delivery.status = NotionDelivery.Status.FAILED if error else NotionDelivery.Status.DONE
+        delivery.error = error
+        delivery.processed_at = timezone.now()
+        delivery.result = {**(delivery.result or {}), "worker": this_worker()}  # who did it
+        delivery.save(update_fields=["status", "error", "result", "processed_at", "updated_at"])
+    return delivery
+
+
+def page_lock(page_id: str):
+    """The ingest lock of one Notion page, whichever form (dashes or not) its id arrives in."""
+    return source_lock("notion_page", page_id.replace("-", "").lower())
+
+
+def _delivery_apply(delivery: NotionDelivery, *, embedder: Embedder | None, raise_transient: bool) -> str:
+    """Index a delivery unless a newer one of its page is done; sets ``result``, returns the error."""
+    from ingestion.sources.notion import webhook_to_document
+
     newer_done = NotionDelivery.objects.filter(
         page_id=delivery.page_id, status=NotionDelivery.Status.DONE, received_at__gt=delivery.received_at
     ).exists()
@@ -111,11 +132,7 @@ def notion_delivery_process(
             else:
                 _supersede(source_type="notion_page", page_ids=[doc.source_id])
             delivery.result = recorder.run.counts()
-    delivery.status = NotionDelivery.Status.FAILED if error else NotionDelivery.Status.DONE
-    delivery.error = error
-    delivery.processed_at = timezone.now()
-    delivery.save(update_fields=["status", "error", "result", "processed_at", "updated_at"])
-    return delivery
+    return error
 
 
 def _id_forms(page_ids) -> list[str]:
@@ -149,8 +166,10 @@ def notion_deliveries_due(*, older_than: dt.timedelta = dt.timedelta(minutes=2),
     )  # fmt: skip
 
 
-def _latest_deliveries(since: dt.datetime | None) -> list[NotionDelivery]:
+def _latest_deliveries(since: dt.datetime | None, page_id: str | None = None) -> list[NotionDelivery]:
     qs = NotionDelivery.objects.exclude(status=NotionDelivery.Status.FAILED, attempts__gte=5)
+    if page_id is not None:
+        qs = qs.filter(page_id=page_id)
     if since is not None:
         qs = qs.filter(received_at__gte=since)
     latest: dict[str, NotionDelivery] = {}
@@ -162,18 +181,23 @@ def _latest_deliveries(since: dt.datetime | None) -> list[NotionDelivery]:
 def notion_deliveries_reindex(
     *, recorder: RunRecorder, since: dt.datetime | None, dry_run: bool, embedder: Embedder,
 ) -> None:  # fmt: skip
-    """Rebuild pushed Notion notes from the newest stored delivery of each page."""
+    """Rebuild pushed Notion notes from the newest stored delivery of each page.
+
+    Page by page under the page's lock, reading its newest delivery again once the lock is held:
+    a delivery that a worker stored meanwhile is not overwritten by the older one read here."""
     from ingestion.sources.notion import webhook_to_document
 
-    documents = []
-    for delivery in _latest_deliveries(since):
+    for page_id in [d.page_id for d in _latest_deliveries(since)]:
         recorder.count(sources=1, total=1)
-        try:
-            doc = webhook_to_document(json.loads(delivery.body), collection=NOTION_COLLECTION)
-            documents.append(apply_setting(doc, setting_for_document(doc)))
-        except (ValueError, TypeError) as exc:
-            recorder.fail(f"delivery {delivery.pk}", str(exc))
-    index_documents(documents=documents, recorder=recorder, dry_run=dry_run, embedder=embedder)
+        with page_lock(page_id):
+            delivery = _latest_deliveries(since, page_id=page_id)[0]
+            try:
+                doc = webhook_to_document(json.loads(delivery.body), collection=NOTION_COLLECTION)
+                doc = apply_setting(doc, setting_for_document(doc))
+            except (ValueError, TypeError) as exc:
+                recorder.fail(f"delivery {delivery.pk}", str(exc))
+                continue
+            index_documents(documents=[doc], recorder=recorder, dry_run=dry_run, embedder=embedder)
 
 
 # --- Notion: pulled (notion-client) -------------------------------------------------------------

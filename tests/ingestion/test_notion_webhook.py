@@ -182,7 +182,7 @@ def test_an_older_delivery_processed_late_does_not_overwrite_a_newer_one(secret,
     )
     services.notion_delivery_process(delivery_id=new.delivery.pk, embedder=hashing_embedder)
     done = services.notion_delivery_process(delivery_id=old.delivery.pk, embedder=hashing_embedder)
-    assert done.result == {"superseded": True}
+    assert done.result["superseded"] is True
     assert Chunk.objects.get(source_id="abc123-notion-page-id").content == "new text"
 
 
