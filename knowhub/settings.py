@@ -195,6 +195,13 @@ KNOWHUB_EMBEDDING_BASE_URL = env("KNOWHUB_EMBEDDING_BASE_URL", default="") or No
 KNOWHUB_EMBEDDING_TORCH_THREADS = env.int("KNOWHUB_EMBEDDING_TORCH_THREADS", default=0)
 OPENAI_API_KEY = env("OPENAI_API_KEY", default="")
 
+# --- Embeddings: the local model's runtime (rag/embeddings/onnx.py) ----------------------------------
+# "torch" (sentence-transformers), "onnx" (ONNX Runtime, exported from the package's weights into
+# KNOWHUB_ONNX_CACHE on first use) or "onnx-int8" (the same with int8 weights). Each backend's
+# vectors carry their own model name: switching is an embedding-model change (manage.py reembed).
+KNOWHUB_EMBEDDING_BACKEND = env("KNOWHUB_EMBEDDING_BACKEND", default="torch")
+KNOWHUB_ONNX_CACHE = env("KNOWHUB_ONNX_CACHE", default=str(BASE_DIR / "var" / "onnx"))
+
 # --- Chunking and retrieval -------------------------------------------------------------------
 KNOWHUB_CHUNK_SIZE = env.int("KNOWHUB_CHUNK_SIZE", default=1000)
 KNOWHUB_CHUNK_OVERLAP = env.int("KNOWHUB_CHUNK_OVERLAP", default=180)
