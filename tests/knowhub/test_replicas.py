@@ -62,14 +62,14 @@ def replica(django_db_setup, django_db_blocker):
     port = _free_port()
     with django_db_blocker.unblock():
         embedded_db.start_replica(Path(settings.BASE_DIR), path, port)
-        primary = connections["default"].settings_dict
-        connections.settings[ALIAS] = {
-            **primary, "HOST": "127.0.0.1", "PORT": str(port), "OPTIONS": {},
-            # Not a database of its own to create or flush: it holds the primary's test database.
-            "TEST": {**primary.get("TEST", {}), "MIRROR": "default"},
-        }  # fmt: skip
-        server = Replica(path, port)
-        yield server
+    primary = connections["default"].settings_dict
+    connections.settings[ALIAS] = {
+        **primary, "HOST": "127.0.0.1", "PORT": str(port), "OPTIONS": {},
+        # Not a database of its own to create or flush: it holds the primary's test database.
+        "TEST": {**primary.get("TEST", {}), "MIRROR": "default"},
+    }  # fmt: skip
+    yield Replica(path, port)
+    with django_db_blocker.unblock():
         connections[ALIAS].close()
         del connections[ALIAS]
         del connections.settings[ALIAS]
