@@ -190,7 +190,10 @@ def notion_deliveries_reindex(
     for page_id in [d.page_id for d in _latest_deliveries(since)]:
         recorder.count(sources=1, total=1)
         with page_lock(page_id):
-            delivery = _latest_deliveries(since, page_id=page_id)[0]
+            latest = _latest_deliveries(since, page_id=page_id)
+            if not latest:  # deleted meanwhile
+                continue
+            delivery = latest[0]
             try:
                 doc = webhook_to_document(json.loads(delivery.body), collection=NOTION_COLLECTION)
                 doc = apply_setting(doc, setting_for_document(doc))
