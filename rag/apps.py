@@ -32,6 +32,14 @@ class RagConfig(AppConfig):
         from rag import text_search
 
         connection_created.connect(text_search.forget_bm25_check, dispatch_uid="rag_bm25_check")
+        # Each request and task starts with no write and no replica chosen (knowhub.replicas).
+        from celery.signals import task_prerun
+        from django.core.signals import request_started
+
+        from knowhub import replicas
+
+        request_started.connect(replicas.begin, dispatch_uid="knowhub_replicas_request")
+        task_prerun.connect(replicas.begin, dispatch_uid="knowhub_replicas_task", weak=False)
         from knowhub.celery import log_broker_mode_once
 
         log_broker_mode_once()

@@ -43,6 +43,19 @@ PROJECT_SLUG = "bench"
 DOMAINS = [f"topic-{i:02d}" for i in range(20)]
 SELECTIVE_DOMAIN = "rare"  # ~1 % of chunks: the selective filter
 HNSW_REBUILD_ABOVE = 20_000
+# The vector index a bench corpus is searched with: pgvector's HNSW (what migrations create) or
+# pgvectorscale's StreamingDiskANN (the embedded server and the image ship the extension).
+VECTOR_INDEXES = {
+    "hnsw": (
+        "chunk_embedding_hnsw",
+        "CREATE INDEX IF NOT EXISTS chunk_embedding_hnsw ON rag_chunk "
+        "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)",
+    ),
+    "diskann": (
+        "chunk_embedding_diskann",
+        "CREATE INDEX IF NOT EXISTS chunk_embedding_diskann ON rag_chunk USING diskann (embedding vector_cosine_ops)",
+    ),
+}
 COPY_BATCH = 50_000
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])")
 
@@ -151,6 +164,60 @@ class BenchCorpus:
     hnsw_seconds: float = 0.0
     text_index_seconds: float = 0.0
     vectors: str = ""
+    vector_index: str = "hnsw"
+
+
+def build_workers() -> int:
+    """Parallel workers for index builds: the server's own setting (the embedded server sizes it
+    from the cores it sees), at least one."""
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW max_parallel_maintenance_workers")
+        return max(1, int(cursor.fetchone()[0]))
+
+
+def vector_index_kind() -> str | None:
+    """Which vector index rag_chunk has now ("hnsw", "diskann"), or None."""
+    with connection.cursor() as cursor:
+        for kind, (name, _) in VECTOR_INDEXES.items():
+            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+            if cursor.fetchone()[0]:
+                return kind
+    return None
+
+
+def use_vector_index(kind: str, *, memory: str = "2GB", workers: int | None = None) -> float:
+    """Make ``kind`` the one vector index of rag_chunk (the other is dropped); the seconds its
+    build took (0 when it was there already). Built with ``memory`` and ``workers`` parallel
+    workers (default ``build_workers()``): a graph that fits in memory builds several times faster."""
+    if kind not in VECTOR_INDEXES:
+        raise ValueError(f"vector index must be one of {', '.join(VECTOR_INDEXES)}")
+    name, create = VECTOR_INDEXES[kind]
+    with connection.cursor() as cursor:
+        for other, (other_name, _) in VECTOR_INDEXES.items():
+            if other != kind:
+                cursor.execute(f"DROP INDEX IF EXISTS {other_name}")
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+        if cursor.fetchone()[0]:
+            return 0.0
+        if kind == "diskann":
+            cursor.execute("CREATE EXTENSION IF NOT EXISTS vectorscale")
+        t0 = time.perf_counter()
+        cursor.execute(f"SET maintenance_work_mem = '{memory}'")
+        cursor.execute(f"SET max_parallel_maintenance_workers = {int(workers or build_workers())}")
+        cursor.execute(create)
+        cursor.execute("RESET maintenance_work_mem")
+        cursor.execute("RESET max_parallel_maintenance_workers")
+        return time.perf_counter() - t0
+
+
+def vector_index_size() -> str:
+    """The current vector index's size on disk, e.g. "152 MB" ("" without one)."""
+    kind = vector_index_kind()
+    if kind is None:
+        return ""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_size_pretty(pg_relation_size(%s::regclass))", [VECTOR_INDEXES[kind][0]])
+        return cursor.fetchone()[0]
 
 
 def existing_chunks() -> int:
@@ -171,8 +238,11 @@ def build_corpus(
     rebuild: bool = False,
     embed_sentences: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
+    vector_index: str = "hnsw",
+    build_memory: str = "2GB",
 ) -> BenchCorpus:
-    """Make collection ``bench`` hold exactly ``n`` recombined chunks (reused when it does)."""
+    """Make collection ``bench`` hold exactly ``n`` recombined chunks (reused when it does),
+    searched through ``vector_index`` (built, or switched to, when missing)."""
     started = time.perf_counter()
     have = existing_chunks()
     sentences, titles, docs = read_sentences(corpus)
@@ -180,7 +250,11 @@ def build_corpus(
         with connection.cursor() as cursor:
             cursor.execute("SELECT metadata->>'vectors' FROM rag_chunk WHERE collection = %s LIMIT 1", [COLLECTION])
             how = cursor.fetchone()[0] or ""
-        return BenchCorpus(chunks=n, built=False, build_seconds=0.0, sentences=len(sentences), vectors=how)
+        index_s = use_vector_index(vector_index, memory=build_memory)
+        return BenchCorpus(
+            chunks=n, built=bool(index_s), build_seconds=index_s, sentences=len(sentences), vectors=how,
+            hnsw_seconds=index_s, vector_index=vector_index,
+        )  # fmt: skip
     project, _ = Project.objects.get_or_create(slug=PROJECT_SLUG, defaults={"name": "Benchmark"})
     vectors, how = sentence_vectors(
         sentences, embedder, corpus=corpus, embed=embed_sentences,
@@ -195,7 +269,8 @@ def build_corpus(
     if big:
         # Building an index once over all rows is far cheaper than maintaining it row by row.
         with connection.cursor() as cursor:
-            cursor.execute("DROP INDEX IF EXISTS chunk_embedding_hnsw")
+            for index_name, _ in VECTOR_INDEXES.values():
+                cursor.execute(f"DROP INDEX IF EXISTS {index_name}")
             cursor.execute("DROP INDEX IF EXISTS chunk_tsv_gin")
             cursor.execute(f"DROP INDEX IF EXISTS {text_search.BM25_INDEX}")
             stat_triggers = text_search.triggers_present(cursor)
@@ -247,32 +322,31 @@ def build_corpus(
             progress("load chunks", count, n)
     hnsw_s = text_s = 0.0
     if big:
+        # Loaded first, indexed after, each index built with parallel workers.
+        hnsw_s = use_vector_index(vector_index, memory=build_memory)
         t0 = time.perf_counter()
         with connection.cursor() as cursor:
-            cursor.execute("SET maintenance_work_mem = '2GB'")
-            cursor.execute("SET max_parallel_maintenance_workers = 1")
-            cursor.execute(
-                "CREATE INDEX IF NOT EXISTS chunk_embedding_hnsw ON rag_chunk "
-                "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
-            )
-            hnsw_s = time.perf_counter() - t0
-            t0 = time.perf_counter()
+            cursor.execute(f"SET maintenance_work_mem = '{build_memory}'")
+            cursor.execute(f"SET max_parallel_maintenance_workers = {build_workers()}")
             cursor.execute("CREATE INDEX IF NOT EXISTS chunk_tsv_gin ON rag_chunk USING gin (tsv)")
             if stat_triggers:
                 cursor.execute("ALTER TABLE rag_chunk ENABLE TRIGGER rag_chunk_term_stat_insert")
                 term_stats.rebuild()
             cursor.execute("RESET maintenance_work_mem")
+            cursor.execute("RESET max_parallel_maintenance_workers")
         text_search.reset()
         text_search.ensure_backend()  # pg_textsearch: rebuilds its bm25 index over the loaded rows
         text_s = time.perf_counter() - t0
-    elif text_search.triggers_present_now():
-        term_stats.compact()
+    else:
+        hnsw_s = use_vector_index(vector_index, memory=build_memory)
+        if text_search.triggers_present_now():
+            term_stats.compact()
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE rag_chunk")
         cursor.execute("ANALYZE rag_term_stat")
     return BenchCorpus(
         chunks=n, built=True, build_seconds=time.perf_counter() - started, sentences=len(sentences),
-        hnsw_seconds=hnsw_s, text_index_seconds=text_s, vectors=how,
+        hnsw_seconds=hnsw_s, text_index_seconds=text_s, vectors=how, vector_index=vector_index,
     )
 
 

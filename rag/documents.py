@@ -13,8 +13,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from django.db import connection
-
+from knowhub import replicas
 from rag.acl import Scope
 from rag.models import ChunkHistory
 from rag.search import SearchFilters
@@ -65,11 +64,12 @@ class Document:
     history: list[dict] = field(default_factory=list)
 
 
+@replicas.read_only
 def document_for_chunk(*, scope: Scope, chunk_uid: str) -> Document | None:
     """The parent document of ``chunk_uid`` as ``scope`` may see it, or None (→ 404)."""
     where, params = search_filter_sql(SearchFilters(), scope)
     params = {**params, "uid": chunk_uid}
-    with connection.cursor() as cursor:
+    with replicas.read_connection().cursor() as cursor:
         cursor.execute(
             f"SELECT c.collection, c.source_type, c.source_id FROM rag_chunk c WHERE c.chunk_uid = %(uid)s AND {where}",
             params,

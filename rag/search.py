@@ -23,8 +23,9 @@ from dataclasses import asdict, dataclass, field
 
 import psycopg
 from django.conf import settings
-from django.db import DataError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, DataError, connections, transaction
 
+from knowhub import replicas
 from rag import side_search, text_search
 from rag.acl import Scope
 from rag.embeddings import Embedder, get_embedder
@@ -348,6 +349,7 @@ def score_candidates(
     return rows
 
 
+@replicas.read_only
 def chunk_search(
     *,
     query: str,
@@ -384,14 +386,16 @@ def chunk_search(
     backend = text_search.active_backend()
 
     # Both halves at once when both run: the vector half on a side connection (see side_search).
-    beside = mode in ("hybrid", "rrf") and query_vector is not None and side_search.usable()
-    with transaction.atomic(), connection.cursor() as cursor:
+    conn, vec_conn = _search_connections(mode, backend)
+    beside = mode in ("hybrid", "rrf") and query_vector is not None and side_search.usable(conn)
+    with transaction.atomic(using=conn.alias), conn.cursor() as cursor:
         named.update(qvec=str(list(query_vector)) if query_vector is not None else None, n=n)
         exact, ef_search = vector_plan(cursor, where, named, n) if mode != "fulltext" else (False, 0)
         # One round trip for both (no parameters: psycopg sends it as one simple query).
         hnsw_sql = f"SET LOCAL hnsw.ef_search = {ef_search}; SET LOCAL hnsw.iterative_scan = relaxed_order"
         vec_future = (
-            side_search.submit(_vector_sql(where, exact=exact), dict(named), settings_sql=hnsw_sql if ef_search else "")
+            side_search.submit(_vector_sql(where, exact=exact), dict(named), settings_sql=hnsw_sql if ef_search else "",
+                               conn=vec_conn)
             if beside else None
         )  # fmt: skip
         tq = backend.prepare(cursor, query=query, filters=filters, scope=scope) if mode != "vector" else None
@@ -399,7 +403,7 @@ def chunk_search(
         named.update(tq.params if has_text else {})
         text_hits = backend.candidates(cursor, tq, where=where, params=named, n=n) if has_text else []
         named.update(txt_ids=[i for i, _ in text_hits], txt_scores=[sc for _, sc in text_hits])
-        vec_ids = _side_result(vec_future, embedder) if vec_future else None
+        vec_ids = _side_result(vec_future, embedder, vec_conn) if vec_future else None
         if vec_ids is not None:
             named["vec_ids"] = vec_ids
         elif ef_search:
@@ -445,15 +449,35 @@ def chunk_search(
     return SearchResult(hits=hits, took_ms=took_ms, mode=mode, filters=filters, embed_ms=embed_ms, candidates=len(rows))
 
 
-def _side_result(future, embedder: Embedder | None) -> list[int] | None:
+def _search_connections(mode: str, backend: text_search.TextBackend):
+    """(the connection of the search, the one its vector half runs on).
+
+    Both read a replica when one serves this request (``knowhub.replicas``), else the primary.
+    When the replica cannot read the keyword index (``readable_on_replicas``), a hybrid search
+    runs its keyword half and the fusion on the primary and only the vector half (the HNSW walk,
+    WAL-logged like any index) on the replica; without a side connection for it, all of it on
+    the primary."""
+    conn = replicas.read_connection()
+    if conn.alias == DEFAULT_DB_ALIAS or mode == "vector" or backend.readable_on_replicas():
+        return conn, conn
+    primary = connections[DEFAULT_DB_ALIAS]
+    if mode in ("hybrid", "rrf") and side_search.usable(primary):
+        return primary, conn
+    return primary, primary
+
+
+def _side_result(future, embedder: Embedder | None, conn) -> list[int] | None:
     """The side connection's vector ids; None (the caller's connection runs the vector half) when
-    that connection failed for a reason of its own (server restarted, too many connections)."""
+    that connection failed for a reason of its own (server restarted, too many connections; a
+    replica that failed is skipped until its next check)."""
     try:
         return future.result()
     except psycopg.DataError as exc:
         raise _dimension_mismatch(exc, embedder) from exc
     except psycopg.Error as exc:
         logger.warning("vector half on a side connection failed (%s); running it on the main one", exc)
+        if conn.alias != DEFAULT_DB_ALIAS:
+            replicas.fell_over(conn.alias, exc)
         return None
 
 
@@ -463,6 +487,7 @@ HIT_FIELDS = (
 )  # fmt: skip
 
 
+@replicas.read_only
 def known_collections(scope: Scope) -> list[str]:
     """Collection names that hold chunks the scope may see (for validating requests)."""
     return text_search.active_backend().known_collections(scope)

@@ -112,7 +112,13 @@ def health_status() -> dict:
     except Exception as exc:
         parts["embedding"] = {"status": "error", "provider": settings.KNOWHUB_EMBEDDING_PROVIDER, "detail": str(exc)}
     parts["broker"] = _broker_status()
-    ok = all(p["status"] in ("ok", "inline") for p in parts.values())
+    from knowhub import replicas
+
+    if replicas.replica_aliases():
+        # A replica down or lagging is skipped (reads go to the primary): "degraded", not down.
+        states = replicas.status()
+        parts["replicas"] = {"status": "ok" if all(r["usable"] for r in states) else "degraded", "replicas": states}
+    ok = all(p["status"] in ("ok", "inline", "degraded") for p in parts.values())
     return {"ok": ok, **parts}
 
 

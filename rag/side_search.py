@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import psycopg
 from django.conf import settings
-from django.db import connection
+from django.db import connection as default_connection
 
 logger = logging.getLogger(__name__)
 
@@ -32,33 +32,46 @@ _lock = threading.Lock()
 _state: dict = {}
 
 
-def usable() -> bool:
-    """Whether the vector half may run on a side connection for the current caller."""
-    return settings.KNOWHUB_SEARCH_PARALLEL and not connection.in_atomic_block
+def usable(connection=None) -> bool:
+    """Whether the vector half may run on a side connection for a caller reading ``connection``
+    (default: the primary's)."""
+    connection = connection or default_connection
+    return (
+        settings.KNOWHUB_SEARCH_PARALLEL
+        and not connection.in_atomic_block
+        and not default_connection.in_atomic_block  # its uncommitted rows are visible to it only
+    )
 
 
-def _pool() -> tuple[ThreadPoolExecutor, queue.LifoQueue, dict]:
-    """This process's worker threads, idle connections and connection parameters (a forked
-    process starts its own: the parent's sockets are not shared)."""
+def _pool(connection) -> tuple[ThreadPoolExecutor, queue.LifoQueue, dict]:
+    """This process's worker threads, and the idle connections and connection parameters of the
+    server ``connection`` reaches (the primary, a replica); a forked process starts its own: the
+    parent's sockets are not shared."""
     params = connection.get_connection_params()
-    key = (os.getpid(), params.get("host"), params.get("port"), params.get("dbname"), params.get("user"))
+    server = (params.get("host"), params.get("port"), params.get("dbname"), params.get("user"))
     with _lock:
-        if _state.get("key") != key:
+        if _state.get("pid") != os.getpid():
             _close_locked()
             _state.update(
-                key=key,
+                pid=os.getpid(),
                 executor=ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="knowhub-vector"),
-                idle=queue.LifoQueue(maxsize=WORKERS),
-                # Client-side binding, as Django's own cursors use: the same SQL and parameters.
-                params={**params, "cursor_factory": psycopg.ClientCursor, "autocommit": False},
+                servers={},
             )
-        return _state["executor"], _state["idle"], _state["params"]
+        if server not in _state["servers"]:
+            _state["servers"][server] = (
+                queue.LifoQueue(maxsize=WORKERS),
+                # Client-side binding, as Django's own cursors use: the same SQL and parameters.
+                {**params, "cursor_factory": psycopg.ClientCursor, "autocommit": False},
+            )
+        idle, conn_params = _state["servers"][server]
+        return _state["executor"], idle, conn_params
 
 
-def submit(sql: str, params: dict, *, settings_sql: str = "") -> Future:
-    """Run ``sql`` (returning ids) in a transaction of its own; ``settings_sql`` first (SET LOCAL …).
+def submit(sql: str, params: dict, *, settings_sql: str = "", conn=None) -> Future:
+    """Run ``sql`` (returning ids) in a transaction of its own on the server ``conn`` (a Django
+    connection; default the primary's) reaches; ``settings_sql`` first (SET LOCAL …).
     The future gives the list of first-column values, or raises what the database raised."""
-    executor, idle, conn_params = _pool()
+    executor, idle, conn_params = _pool(conn or default_connection)
     return executor.submit(_run, idle, conn_params, sql, params, settings_sql)
 
 
@@ -93,15 +106,16 @@ def close_all() -> None:
 
 
 def _close_locked() -> None:
-    executor, idle = _state.get("executor"), _state.get("idle")
-    same_process = _state.get("key", (None,))[0] == os.getpid()
+    executor, servers = _state.get("executor"), _state.get("servers") or {}
+    same_process = _state.get("pid") == os.getpid()
     _state.clear()
     if executor is not None and same_process:
         executor.shutdown(wait=True)
-    while idle is not None:
-        try:
-            conn = idle.get_nowait()
-        except queue.Empty:
-            break
-        if same_process:  # a forked child leaves the parent's sockets alone
-            conn.close()
+    for idle, _params in servers.values():
+        while True:
+            try:
+                conn = idle.get_nowait()
+            except queue.Empty:
+                break
+            if same_process:  # a forked child leaves the parent's sockets alone
+                conn.close()

@@ -30,6 +30,7 @@ from typing import Protocol
 from django.conf import settings
 from django.db import connection, transaction
 
+from knowhub import replicas
 from rag.acl import Scope
 
 logger = logging.getLogger(__name__)
@@ -88,6 +89,10 @@ class TextQuery:
 
 class TextBackend(Protocol):
     name: str
+
+    def readable_on_replicas(self) -> bool:
+        """Whether a streaming replica's copy of this backend's index can be searched."""
+        ...
 
     def prepare(self, cursor, *, query: str, filters, scope: Scope) -> TextQuery: ...
 
@@ -168,6 +173,9 @@ class SqlBm25:
     """Okapi BM25 in SQL: GIN match on ``tsv``, scored from ``rag_term_stat`` (MaxScore passes)."""
 
     name = "sql"
+
+    def readable_on_replicas(self) -> bool:
+        return True  # plain tables and a GIN index: WAL-logged like any other
 
     def prepare(self, cursor, *, query: str, filters, scope: Scope) -> TextQuery:
         stats_where, stats_params = stats_sql(filters, scope)
@@ -255,7 +263,7 @@ class SqlBm25:
     def known_collections(self, scope: Scope) -> list[str]:
         """Read from the per-partition chunk counts in ``rag_term_stat`` (index-only)."""
         acl_sql, params = scope.sql("s")
-        with connection.cursor() as cursor:
+        with replicas.read_connection().cursor() as cursor:
             cursor.execute(
                 f"SELECT s.collection FROM rag_term_stat s WHERE s.lexeme = '' AND {acl_sql} "
                 "GROUP BY s.collection HAVING sum(s.docs) > 0 ORDER BY 1",
@@ -320,6 +328,13 @@ class PgTextsearch:
     """
 
     name = "pg_textsearch"
+
+    def readable_on_replicas(self) -> bool:
+        """pg_textsearch 1.0 (what the embedded server ships) neither WAL-logs its index builds nor
+        replicates its in-memory memtable (timescale/pg_textsearch#342 and #345, fixed after 1.0):
+        on a standby the bm25 index is unreadable after a REINDEX and misses recent rows.
+        ``KNOWHUB_REPLICA_BM25=true`` says the servers run a version that replicates it."""
+        return settings.KNOWHUB_REPLICA_BM25
 
     def prepare(self, cursor, *, query: str, filters, scope: Scope) -> TextQuery:
         """The query's lexemes, and what scoring a row from its stored ``tsv`` needs (``score_sql``).
@@ -468,7 +483,7 @@ class PgTextsearch:
         """Distinct collections by a loose index scan over chunk_source_idx, each kept when the
         scope sees one live chunk of it (no statistics table to read with this backend)."""
         acl_sql, params = scope.sql("c")
-        with connection.cursor() as cursor:
+        with replicas.read_connection().cursor() as cursor:
             cursor.execute(
                 f"""
                 WITH RECURSIVE cols(name) AS (

@@ -146,24 +146,16 @@ def _tasks_inline_unless_a_worker_is_asked_for(request):
     app.conf.task_always_eager = previous
 
 
-@pytest.fixture
-def celery_worker_process(transactional_db, settings, tmp_path):
-    """A real Celery worker process on the local Redis, on a queue of its own, using this test
-    database. Skips when no Redis answers (the suite must run anywhere)."""
+def _start_workers(count: int, settings, tmp_path, queue: str) -> list:
+    """``count`` Celery worker processes (``-P solo``: one task at a time each) on ``queue``,
+    using this test database; each has ``log_path``. Fails the test if one does not start."""
     import os
     import subprocess
     import sys
     import time
-    import uuid
 
     from django.db import connection
 
-    from knowhub.celery import app
-
-    if settings.KNOWHUB_BROKER != "redis":
-        pytest.skip("no Redis broker on this machine (REDIS_URL unset, nothing on 127.0.0.1:6379)")
-    queue = f"knowhub-test-{uuid.uuid4().hex[:10]}"
-    log_path = tmp_path / "worker.log"
     env = {
         **os.environ,
         "DATABASE_URL": settings.DATABASE_URL,
@@ -171,29 +163,71 @@ def celery_worker_process(transactional_db, settings, tmp_path):
         "KNOWHUB_CELERY_QUEUE": queue,
         "KNOWHUB_TEST_DB_NAME": connection.settings_dict["NAME"],
     }
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "knowhub", "worker", "-P", "solo", "-Q", queue,
-             "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
-            cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    deadline = time.monotonic() + 90
-    while "ready." not in log_path.read_text():
-        if proc.poll() is not None or time.monotonic() > deadline:
+    procs = []
+    for i in range(count):
+        log_path = tmp_path / f"worker-{i}.log"
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "knowhub", "worker", "-P", "solo", "-Q", queue,
+                 "-n", f"w{i}-{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat",
+                 "-l", "info"],
+                cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        proc.log_path = log_path
+        procs.append(proc)
+    deadline = time.monotonic() + 120
+    for proc in procs:
+        while "ready." not in proc.log_path.read_text():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                _stop_workers(procs)
+                pytest.fail(f"celery worker did not start:\n{proc.log_path.read_text()[-3000:]}")
+            time.sleep(0.2)
+    return procs
+
+
+def _stop_workers(procs) -> None:
+    import subprocess
+
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
             proc.kill()
-            pytest.fail(f"celery worker did not start:\n{log_path.read_text()[-3000:]}")
-        time.sleep(0.2)
-    app.conf.task_always_eager = False
+
+
+@pytest.fixture
+def celery_workers(transactional_db, settings, tmp_path):
+    """Start real Celery worker processes on the local Redis: ``celery_workers(n)`` returns the
+    ``n`` processes, all on one queue of their own, using this test database. Skips when no
+    Redis answers (the suite must run anywhere)."""
+    import uuid
+
+    from knowhub.celery import app
+
+    if settings.KNOWHUB_BROKER != "redis":
+        pytest.skip("no Redis broker on this machine (REDIS_URL unset, nothing on 127.0.0.1:6379)")
+    queue = f"knowhub-test-{uuid.uuid4().hex[:10]}"
+    started: list = []
     old_queue = app.conf.task_default_queue
-    app.conf.task_default_queue = queue
-    proc.log_path = log_path
-    yield proc
+
+    def start(count: int) -> list:
+        procs = _start_workers(count, settings, tmp_path, queue)
+        started.extend(procs)
+        app.conf.task_always_eager = False
+        app.conf.task_default_queue = queue
+        return procs
+
+    yield start
     app.conf.task_default_queue = old_queue
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    _stop_workers(started)
+
+
+@pytest.fixture
+def celery_worker_process(celery_workers):
+    """One real Celery worker process (see ``celery_workers``)."""
+    return celery_workers(1)[0]
 
 
 def wait_for(predicate, timeout: float = 60.0, interval: float = 0.25):

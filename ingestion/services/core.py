@@ -12,9 +12,10 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from ingestion.models import (
@@ -186,6 +187,29 @@ class Running:
             # The keyword index keeps counting replaced and deleted chunks until it is rebuilt.
             transaction.on_commit(check_bm25_index.delay, robust=True)
         return False
+
+
+@contextmanager
+def source_lock(*name: str):
+    """Hold the lock of one source route (a folder, a Notion page) while syncing it.
+
+    Workers that ingest the same source at once (two reindexes, a reindex and a webhook delivery
+    of the same page) would otherwise interleave: both create the folder's root, both record the
+    state of a file, or an older version lands after a newer one. The second waits here and then
+    finds the first one's work done. A PostgreSQL advisory lock at session level, because a sync
+    spans many transactions; a process that dies releases it with its connection. The per-source
+    transaction lock of ``chunk_upsert`` is taken inside it, never the other way round."""
+    key = "\x1f".join(("knowhub-ingest", *name))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", [key])
+    try:
+        yield
+    finally:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key])
+        except DatabaseError:  # the connection went away, and its lock with it
+            logger.warning("could not release the ingest lock %r (connection lost)", name)
 
 
 def run_or_create(run: IngestRun | None, **create_kwargs) -> IngestRun:

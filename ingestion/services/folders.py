@@ -25,6 +25,7 @@ from ingestion.services.core import (
     RunRecorder,
     index_documents,
     run_or_create,
+    source_lock,
     sources_remove,
 )
 from rag.embeddings import Embedder, get_embedder
@@ -226,7 +227,7 @@ def sync_markdown(
         run, source="sync_markdown", types=["markdown"], since=since, dry_run=dry_run, prune=prune,
         options={"path": str(root_path), "format": fmt, "collection": collection, "project": project},
     )  # fmt: skip
-    with Running(run) as recorder:
+    with Running(run) as recorder, source_lock("markdown", str(root_path), collection):
         root = SourceRoot.objects.filter(
             kind=SourceRoot.Kind.MARKDOWN, path=str(root_path), collection=collection
         ).first()

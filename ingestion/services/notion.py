@@ -29,6 +29,7 @@ from ingestion.services.core import (
     index_documents,
     run_or_create,
     sources_remove,
+    this_worker,
 )
 from ingestion.services.folders import Candidate, source_states, sync_candidates
 from ingestion.services.source_settings import apply_setting, setting_for_document
@@ -147,6 +148,8 @@ def notion_delivery_process(
         delivery.save(update_fields=["status", "attempts", "updated_at"])
     try:
         with transaction.atomic():
+            # One page at a time, across workers: what "the page's latest delivery" is must not
+            # change while this one is applied.
             _lock_page(delivery.page_id)
             if _newer_applied(delivery):
                 error, delivery.result = "", {"superseded": True}
@@ -155,6 +158,7 @@ def notion_delivery_process(
             delivery.status = NotionDelivery.Status.FAILED if error else NotionDelivery.Status.DONE
             delivery.error = error
             delivery.processed_at = timezone.now()
+            delivery.result = {**(delivery.result or {}), "worker": this_worker()}  # who did it
             delivery.save(update_fields=["status", "error", "result", "processed_at", "updated_at"])
     except TransientEmbeddingError:
         NotionDelivery.objects.filter(pk=delivery.pk).update(status=NotionDelivery.Status.PENDING)
@@ -194,9 +198,11 @@ def notion_deliveries_due(*, older_than: dt.timedelta = dt.timedelta(minutes=2),
     )  # fmt: skip
 
 
-def _latest_deliveries(since: dt.datetime | None) -> list[NotionDelivery]:
+def _latest_deliveries(since: dt.datetime | None, page_id: str | None = None) -> list[NotionDelivery]:
     """Per page, the delivery applied last (what its chunks show)."""
     qs = NotionDelivery.objects.filter(status=NotionDelivery.Status.DONE).exclude(result__has_key="superseded")
+    if page_id is not None:
+        qs = qs.filter(page_id=page_id)
     if since is not None:
         qs = qs.filter(received_at__gte=since)
     latest: dict[str, NotionDelivery] = {}
@@ -208,21 +214,30 @@ def _latest_deliveries(since: dt.datetime | None) -> list[NotionDelivery]:
 def notion_deliveries_reindex(
     *, recorder: RunRecorder, since: dt.datetime | None, dry_run: bool, embedder: Embedder,
 ) -> None:  # fmt: skip
-    """Rebuild pushed Notion notes from the newest stored delivery of each page."""
+    """Rebuild pushed Notion notes from the newest stored delivery of each page.
+
+    Page by page under the page's lock, reading its newest delivery again once the lock is held:
+    a delivery that a worker stored meanwhile is not overwritten by the older one read here."""
     from ingestion.sources.notion import webhook_to_document
 
-    documents = []
-    for delivery in _latest_deliveries(since):
+    for page_id in [d.page_id for d in _latest_deliveries(since)]:
         recorder.count(sources=1, total=1)
-        if delivery.gone:  # archived: its chunks stay hidden until the page is sent live again
-            recorder.count(skipped=1)
-            continue
-        try:
-            doc = webhook_to_document(json.loads(delivery.body), collection=NOTION_COLLECTION)
-            documents.append(apply_setting(doc, setting_for_document(doc)))
-        except (ValueError, TypeError) as exc:
-            recorder.fail(f"delivery {delivery.pk}", str(exc))
-    index_documents(documents=documents, recorder=recorder, dry_run=dry_run, embedder=embedder)
+        with transaction.atomic():
+            _lock_page(page_id)  # a delivery a worker applies meanwhile is not overwritten by an older one
+            latest = _latest_deliveries(since, page_id=page_id)
+            if not latest:  # deleted meanwhile
+                continue
+            delivery = latest[0]
+            if delivery.gone:  # archived: its chunks stay hidden until the page is sent live again
+                recorder.count(skipped=1)
+                continue
+            try:
+                doc = webhook_to_document(json.loads(delivery.body), collection=NOTION_COLLECTION)
+                doc = apply_setting(doc, setting_for_document(doc))
+            except (ValueError, TypeError) as exc:
+                recorder.fail(f"delivery {delivery.pk}", str(exc))
+                continue
+            index_documents(documents=[doc], recorder=recorder, dry_run=dry_run, embedder=embedder)
 
 
 # --- Notion: pulled (notion-client) -------------------------------------------------------------

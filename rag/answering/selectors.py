@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
 
+from knowhub import replicas
 from rag.acl import Scope
 from rag.answering.sources import DocKey
 from rag.index_version import index_version
@@ -67,11 +67,12 @@ _DOC = "count(DISTINCT (c.collection, c.source_type, c.source_id))"
 
 
 def _rows(sql: str, params: dict) -> list[dict]:
-    with connection.cursor() as cursor:
+    with replicas.read_connection().cursor() as cursor:
         cursor.execute(sql, params)
         return [{"value": value, "count": int(count)} for value, count in cursor.fetchall() if value]
 
 
+@replicas.read_only
 def facet_values(*, scope: Scope, collections: list[str] | None = None, use_cache: bool = True) -> Facets:
     """People, tags, entities, domains and collections the scope can see (cached per scope)."""
     key = _scope_key(scope, collections)
@@ -112,7 +113,7 @@ def facet_values(*, scope: Scope, collections: list[str] | None = None, use_cach
             GROUP BY c.collection ORDER BY 1 LIMIT %(lim)s""",
         params,
     )
-    with connection.cursor() as cursor:
+    with replicas.read_connection().cursor() as cursor:
         cursor.execute(f"SELECT min(c.date), max(c.date) FROM rag_chunk c WHERE {where}", params)
         date_min, date_max = cursor.fetchone()
     facets = Facets(
@@ -138,10 +139,11 @@ class SourceCount:
     dates: list[dt.date]
 
 
+@replicas.read_only
 def count_sources(*, scope: Scope, filters: SearchFilters) -> SourceCount:
     """Distinct source documents (a journal entry, a meeting) matching ``filters`` in ``scope``."""
     where, params = search_filter_sql(filters, scope)
-    with connection.cursor() as cursor:
+    with replicas.read_connection().cursor() as cursor:
         cursor.execute(
             f"""SELECT c.collection, c.source_type, c.source_id, min(c.date)
                 FROM rag_chunk c WHERE {where}
@@ -155,6 +157,7 @@ def count_sources(*, scope: Scope, filters: SearchFilters) -> SourceCount:
     )
 
 
+@replicas.read_only
 def chunks_by_uid(*, scope: Scope, uids: list[str], scores: dict[str, dict] | None = None) -> list[Hit]:
     """Live chunks with these uids that ``scope`` may see, in the order of ``uids``.
 
@@ -164,7 +167,7 @@ def chunks_by_uid(*, scope: Scope, uids: list[str], scores: dict[str, dict] | No
     if not uids:
         return []
     acl_sql, acl_params = scope.sql("c")
-    with connection.cursor() as cursor:
+    with replicas.read_connection().cursor() as cursor:
         cursor.execute(
             f"SELECT {HIT_COLUMNS} FROM rag_chunk c WHERE c.chunk_uid = ANY(%s) AND c.deleted_at IS NULL AND {acl_sql}",
             [list(uids), *acl_params],
@@ -192,6 +195,7 @@ def chunks_by_uid(*, scope: Scope, uids: list[str], scores: dict[str, dict] | No
     return hits
 
 
+@replicas.read_only
 def document_topics(*, scope: Scope, docs: list[DocKey]) -> dict[DocKey, list[str]]:
     """Every topic (``metadata["topics"]``, a meeting's agenda items) filed on the live chunks of
     each document ``(collection, source_type, source_id)`` that ``scope`` may see.
@@ -203,7 +207,7 @@ def document_topics(*, scope: Scope, docs: list[DocKey]) -> dict[DocKey, list[st
         return {}
     acl_sql, acl_params = scope.sql("c")
     keys = ", ".join(["(%s, %s, %s)"] * len(docs))
-    with connection.cursor() as cursor:
+    with replicas.read_connection().cursor() as cursor:
         cursor.execute(
             f"""SELECT DISTINCT c.collection, c.source_type, c.source_id, t.topic
                 FROM rag_chunk c

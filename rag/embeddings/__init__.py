@@ -11,12 +11,30 @@ from rag.embeddings.base import Embedder, EmbeddingError, TransientEmbeddingErro
 __all__ = ["Embedder", "EmbeddingError", "TransientEmbeddingError", "get_embedder", "build_embedder"]
 
 
-def build_embedder(provider: str, *, model: str, dims: int, base_url: str | None = None) -> Embedder:
-    """Construct a provider by name. Unknown names are a configuration error."""
-    if provider == "local":
-        from rag.embeddings.local import LocalEmbedder
+BACKENDS = ("torch", "onnx", "onnx-int8")
 
-        return LocalEmbedder(model=model, dims=dims)
+
+def build_embedder(
+    provider: str, *, model: str, dims: int, base_url: str | None = None, backend: str | None = None
+) -> Embedder:
+    """Construct a provider by name; ``backend`` is the local model's runtime (default
+    ``KNOWHUB_EMBEDDING_BACKEND``). Unknown names are a configuration error."""
+    if provider == "local":
+        backend = backend or settings.KNOWHUB_EMBEDDING_BACKEND
+        if backend == "torch":
+            from rag.embeddings.local import LocalEmbedder
+
+            return LocalEmbedder(model=model, dims=dims)
+        if backend in ("onnx", "onnx-int8"):
+            from rag.embeddings.onnx import OnnxEmbedder
+
+            return OnnxEmbedder(
+                model=model, dims=dims, quantized=backend == "onnx-int8",
+                threads=settings.KNOWHUB_EMBEDDING_TORCH_THREADS,
+            )  # fmt: skip
+        raise EmbeddingError(
+            f"Unknown local embedding backend {backend!r}: set KNOWHUB_EMBEDDING_BACKEND to {', '.join(BACKENDS)}."
+        )
     if provider == "openai":
         from rag.embeddings.openai import OpenAIEmbedder
 

@@ -188,7 +188,7 @@ def test_an_older_delivery_processed_late_does_not_overwrite_a_newer_one(secret,
     )
     services.notion_delivery_process(delivery_id=new.delivery.pk, embedder=hashing_embedder)
     done = services.notion_delivery_process(delivery_id=old.delivery.pk, embedder=hashing_embedder)
-    assert done.result == {"superseded": True}
+    assert done.result["superseded"] is True
     assert Chunk.objects.get(source_id="abc123-notion-page-id").content == "new text"
 
 
@@ -291,7 +291,7 @@ def test_an_older_edit_never_overwrites_a_newer_one(
     # hashing embedder: about ordering.
     deliver(client, page(V2, last_edited_time="2025-03-02T10:00:00.000Z"), django_capture_on_commit_callbacks)
     late = deliver(client, page(V1, last_edited_time="2025-03-01T10:00:00.000Z"), django_capture_on_commit_callbacks)
-    assert NotionDelivery.objects.get(pk=late["delivery_id"]).result == {"superseded": True}
+    assert NotionDelivery.objects.get(pk=late["delivery_id"]).result["superseded"] is True
     assert live_texts() == [V2]
     # An archive older than the shown edit is not applied either; a newer edit is.
     deliver(client, page(archived=True, last_edited_time="2025-03-01T12:00:00Z"), django_capture_on_commit_callbacks)

@@ -41,11 +41,20 @@ class Command(BaseCommand):
             help="keyword backends to measure side by side, e.g. pg_textsearch,sql (default: the active one). "
             "Switching rebuilds the other backend's index or statistics; the configured one is restored at the end.",
         )
+        parser.add_argument(
+            "--vector-index", default="hnsw", choices=sorted(bench.VECTOR_INDEXES),
+            help="the vector index to search with: pgvector's hnsw or pgvectorscale's StreamingDiskANN (diskann); "
+            "switching drops the other (run again with hnsw to restore it)",
+        )
+        parser.add_argument(
+            "--build-memory", default="2GB", help="maintenance_work_mem for the index builds (the graph should fit)"
+        )
         parser.add_argument("--json", action="store_true")
 
     def handle(
-        self, *args, chunks, queries, top_k, modes, corpus, rebuild, embed_sentences, explain, json, backends, **opts
-    ):
+        self, *args, chunks, queries, top_k, modes, corpus, rebuild, embed_sentences, explain, json, backends,
+        vector_index="hnsw", build_memory="2GB", **opts,
+    ):  # fmt: skip
         from rag.embeddings import get_embedder
 
         corpus_path = Path(corpus)
@@ -58,7 +67,8 @@ class Command(BaseCommand):
             raise CommandError(f"modes come from {', '.join(MODES)}")
         embedder = get_embedder()
         built = _build_corpus(
-            chunks, corpus_path, embedder, rebuild=rebuild, embed_sentences=embed_sentences, quiet=json
+            chunks, corpus_path, embedder, rebuild=rebuild, embed_sentences=embed_sentences, quiet=json,
+            vector_index=vector_index, build_memory=build_memory,
         )
         texts = _read_queries(corpus_path, queries)
         vectors, embed_ms = _embed_queries(embedder, texts)
@@ -143,7 +153,10 @@ class Command(BaseCommand):
             self.stdout.write(x["plan"])
 
 
-def _build_corpus(chunks: int, corpus_path: Path, embedder, *, rebuild: bool, embed_sentences: bool, quiet: bool):
+def _build_corpus(
+    chunks: int, corpus_path: Path, embedder, *, rebuild: bool, embed_sentences: bool, quiet: bool,
+    vector_index: str = "hnsw", build_memory: str = "2GB",
+):  # fmt: skip
     """Build (or reuse) the bench corpus, with a progress bar per stage unless ``quiet``."""
     from tqdm import tqdm
 
@@ -163,6 +176,8 @@ def _build_corpus(chunks: int, corpus_path: Path, embedder, *, rebuild: bool, em
         rebuild=rebuild,
         embed_sentences=embed_sentences,
         progress=progress,
+        vector_index=vector_index,
+        build_memory=build_memory,
     )
     for bar in bars.values():
         bar.close()
@@ -202,7 +217,9 @@ def _report(
         "corpus": {
             "built_now": built.built,
             "build_seconds": round(built.build_seconds, 1),
-            "hnsw_build_seconds": round(built.hnsw_seconds, 1),
+            "vector_index": built.vector_index,
+            "vector_index_size": bench.vector_index_size(),
+            "hnsw_build_seconds": round(built.hnsw_seconds, 1),  # the vector index's, hnsw or diskann
             "text_index_build_seconds": round(built.text_index_seconds, 1),
             "distinct_sentences": built.sentences,
             "vectors": f"normalised mean of its 3-8 sentences' vectors; {built.vectors}",

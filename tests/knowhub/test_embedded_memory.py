@@ -1,0 +1,37 @@
+"""The embedded server's memory settings follow the machine it starts on, and settings override them."""
+
+from __future__ import annotations
+
+from knowhub import embedded_db
+
+GB = 2**30
+
+
+def test_memory_settings_scale_with_ram_and_cores():
+    small = embedded_db.memory_settings(2 * GB, 2, env={})
+    assert small == {
+        "shared_buffers": "512MB", "effective_cache_size": "1536MB", "maintenance_work_mem": "128MB",
+        "max_parallel_maintenance_workers": "1",
+    }  # fmt: skip
+    big = embedded_db.memory_settings(64 * GB, 16, env={})
+    assert big["shared_buffers"] == "16384MB" and big["effective_cache_size"] == "49152MB"
+    assert big["maintenance_work_mem"] == "4096MB" and big["max_parallel_maintenance_workers"] == "8"
+    tiny = embedded_db.memory_settings(256 * 2**20, 1, env={})
+    assert tiny["shared_buffers"] == "128MB" and tiny["max_parallel_maintenance_workers"] == "1"
+
+
+def test_settings_override_each_value():
+    values = embedded_db.memory_settings(8 * GB, 4, env={"KNOWHUB_PG_SHARED_BUFFERS": "3GB"})
+    assert values["shared_buffers"] == "3GB" and values["maintenance_work_mem"] == "512MB"
+
+
+def test_the_conf_is_rewritten_and_included_once(tmp_path, monkeypatch):
+    (tmp_path / "postgresql.conf").write_text("shared_buffers = 1GB\n")
+    monkeypatch.setenv("KNOWHUB_PG_SHARED_BUFFERS", "2GB")
+    embedded_db.write_memory_conf(tmp_path)
+    monkeypatch.setenv("KNOWHUB_PG_SHARED_BUFFERS", "3GB")
+    embedded_db.write_memory_conf(tmp_path)
+    conf = (tmp_path / "postgresql.conf").read_text()
+    assert conf.count("include_if_exists = 'knowhub.conf'") == 1
+    assert conf.index("shared_buffers = 1GB") < conf.index("include_if_exists")  # included last: it wins
+    assert "shared_buffers = '3GB'" in (tmp_path / "knowhub.conf").read_text()

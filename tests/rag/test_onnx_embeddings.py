@@ -1,0 +1,71 @@
+"""The ONNX Runtime backend of the local model: exported here from the package's weights, the same
+vectors as torch (fp32) or close (int8), and switching backends is a model change, never a mix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from rag.acl import Scope
+from rag.embeddings import EmbeddingError, build_embedder
+from rag.models import Chunk
+from rag.search import chunk_search
+from rag.selectors import EmbeddingModelMismatch
+from tests.rag.factories import TOPICS, doc, load
+
+pytest.importorskip("onnxruntime", reason="the onnx backend needs onnxruntime (pyproject lists it)")
+
+TEXTS = [
+    "A closure keeps the variables of the scope it was created in.",
+    "hello",
+    "What is the effect of aspirin on colorectal cancer risk in adults?",
+    "Mitochondria produce most of the cell's ATP through oxidative phosphorylation. " * 30,  # past 256 tokens
+]
+
+
+def _local(backend: str):
+    return build_embedder("local", model="all-MiniLM-L6-v2", dims=384, backend=backend)
+
+
+@pytest.fixture(scope="module")
+def onnx_embedders():
+    return {"onnx": _local("onnx"), "onnx-int8": _local("onnx-int8")}
+
+
+def test_each_backend_names_its_own_vectors(local_embedder, onnx_embedders):
+    names = {local_embedder.name, *(e.name for e in onnx_embedders.values())}
+    assert names == {"local:all-MiniLM-L6-v2", "local:all-MiniLM-L6-v2+onnx", "local:all-MiniLM-L6-v2+onnx-int8"}
+
+
+def test_onnx_vectors_match_torch(local_embedder, onnx_embedders):
+    torch_vectors = np.array(local_embedder.embed_documents(TEXTS))
+    fp32 = np.array(onnx_embedders["onnx"].embed_documents(TEXTS))
+    int8 = np.array(onnx_embedders["onnx-int8"].embed_documents(TEXTS))
+    assert fp32.shape == int8.shape == (len(TEXTS), 384)
+    assert np.allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-5)
+    assert (torch_vectors * fp32).sum(axis=1).min() > 0.9999
+    assert (torch_vectors * int8).sum(axis=1).min() > 0.97
+    # A query alone is the same vector as in a batch (padding does not leak into the pooling).
+    assert np.allclose(onnx_embedders["onnx"].embed_query(TEXTS[1]), fp32[1], atol=1e-5)
+
+
+def test_an_unknown_backend_is_a_configuration_error():
+    with pytest.raises(EmbeddingError, match="KNOWHUB_EMBEDDING_BACKEND"):
+        _local("tensorrt")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_switching_backend_is_a_reembed_never_a_mix(local_embedder, onnx_embedders, settings):
+    load([doc(key, title, text) for key, (title, text) in TOPICS.items()], local_embedder)
+    onnx = onnx_embedders["onnx"]
+    with pytest.raises(EmbeddingModelMismatch, match="reembed"):
+        chunk_search(query="what is a closure", scope=Scope.everything(), embedder=onnx)
+
+    settings.KNOWHUB_EMBEDDING_BACKEND = "onnx"
+    call_command("reembed", "--json")
+    assert set(Chunk.objects.values_list("embedding_model", flat=True)) == {onnx.name}
+    hits = chunk_search(query="what is a closure", scope=Scope.everything(), embedder=onnx).hits
+    assert hits[0].source_id == "closures"
+    with pytest.raises(EmbeddingModelMismatch):
+        chunk_search(query="what is a closure", scope=Scope.everything(), embedder=local_embedder)
