@@ -104,7 +104,10 @@ COMMON_ERRORS = {
     "404": "nothing there, or a referenced name that does not exist (error: not_found, unknown_…)",
     "405": "method not allowed (error: method_not_allowed)",
     "406": "cannot answer in an accepted media type (error: not_acceptable)",
+    "413": "request body too large (error: too_large)",
+    "414": "URL too long (error: uri_too_long)",
     "415": "request body is not JSON (error: unsupported_media_type)",
+    "429": "too many requests or failed sign-ins (error: throttled); see Retry-After",
     "503": "the database or another part is down (error: database_unavailable, …); retry later",
 }
 

