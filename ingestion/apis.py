@@ -127,8 +127,8 @@ class NotionIngestApi(APIView):
             requested = doc.units[0].metadata.get("requested_access") if doc.units else None
             # A delivery may narrow its database's access, never widen it: refused before storing.
             narrowed(setting_access(setting_for_document(doc)), requested)
-        except services.IngestError as exc:
-            return _error("access_widening", str(exc), status.HTTP_400_BAD_REQUEST)
+        except services.IngestError as exc:  # access_widening, invalid_access, unknown_project
+            return _error(exc.code, str(exc), status.HTTP_400_BAD_REQUEST)
         except ValueError as exc:
             return _error("invalid", str(exc), status.HTTP_400_BAD_REQUEST)
         receipt = services.notion_delivery_receive(body=body, page_id=doc.source_id)

@@ -192,3 +192,14 @@ def test_admin_shows_pii_level(client, alice_data, django_user_model):
     page = client.get("/admin/rag/chunk/?pii_level__exact=2").content.decode()
     assert "Pii level" in page or "PII level" in page
     assert "Reflection 1" in page and "Page p" not in page
+
+
+def test_forget_user_without_yes_and_without_a_terminal_says_so_and_changes_nothing(user, monkeypatch):
+    import io
+
+    from django.core.management.base import CommandError
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # a script or cron: stdin is no terminal
+    with pytest.raises(CommandError, match="no terminal to confirm on.*--yes"):
+        call_command("forget_user", "--username", "alice")
+    assert type(user).objects.filter(pk=user.pk).exists()

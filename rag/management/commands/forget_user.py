@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
@@ -29,10 +30,23 @@ class Command(BaseCommand):
         user = User.objects.filter(**lookup).first()
         if user is None:
             raise CommandError(f"no user with {lookup}")
-        if not yes and input(f"Forget user {user.get_username()!r} (id {user.pk}) for good? [y/N] ").lower() != "y":
+        if not yes and not _confirmed(f"Forget user {user.get_username()!r} (id {user.pk}) for good? [y/N] "):
             raise CommandError("aborted; nothing changed")
         result = user_forget(user=user).as_dict()
         self.stdout.write(_dump(result) if json else ", ".join(f"{k}: {v}" for k, v in result.items()))
+
+
+def _confirmed(prompt: str) -> bool:
+    """Ask on the terminal; with none (a script, cron, CI) there is no one to answer, so refuse
+    with what to do instead of failing on the closed input."""
+    if not sys.stdin or not sys.stdin.isatty():
+        raise CommandError(
+            "no terminal to confirm on: nothing changed. Run with --yes to forget the user without asking."
+        )
+    try:
+        return input(prompt).strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
 
 
 def _dump(obj) -> str:
