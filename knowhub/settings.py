@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import logging
 import socket
 import sys
@@ -48,6 +49,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served from here: /api/docs/ works offline
+    "axes",  # wrong passwords counted per account and address; lockouts (knowhub.security)
     "rag",
     "ingestion",
     "sessions.apps.LearningSessionsConfig",
@@ -59,6 +61,8 @@ MIDDLEWARE = [
     "knowhub.middleware.RequestIdMiddleware",
     # A too-long URL, a NUL, an oversized or too deeply nested body: refused before any view.
     "knowhub.middleware.InputGuardMiddleware",
+    # An address that keeps sending wrong API credentials gets 429s for a while.
+    "knowhub.security.FailedCredentialsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files from the app itself in every configuration (admin CSS/JS with DEBUG off).
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -70,6 +74,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: answers sign-ins of a locked-out account or address.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "knowhub.urls"
@@ -208,6 +214,38 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("KNOWHUB_MAX_BODY_BYTES", default=5 * 1024
 # refusal is JSON); JSON bodies nested deeper answer 400 before anything parses them.
 KNOWHUB_MAX_URL_CHARS = env.int("KNOWHUB_MAX_URL_CHARS", default=4096)
 KNOWHUB_MAX_JSON_DEPTH = env.int("KNOWHUB_MAX_JSON_DEPTH", default=64)
+
+# --- Brute force (knowhub.security, knowhub.throttling) ---------------------------------------
+# django-axes on the three login pages: KNOWHUB_LOGIN_FAILURE_LIMIT wrong passwords for one
+# account, or from one address, lock it out for KNOWHUB_LOGIN_LOCKOUT_MINUTES (a right password
+# resets the count). API credentials: KNOWHUB_AUTH_FAILURE_LIMIT 401s from one address within
+# KNOWHUB_AUTH_FAILURE_WINDOW seconds answer 429 until the window ends. KNOWHUB_API_USER_RATE:
+# requests per user (anonymous: per address), DRF's "N/second|minute|hour|day".
+# KNOWHUB_TRUSTED_PROXIES: proxies in front that append to X-Forwarded-For (0: REMOTE_ADDR is the
+# client; set it behind a proxy, or every client is the proxy's one address).
+KNOWHUB_TRUSTED_PROXIES = env.int("KNOWHUB_TRUSTED_PROXIES", default=0)
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("KNOWHUB_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = datetime.timedelta(minutes=env.int("KNOWHUB_LOGIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own: per account, and per address
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "knowhub.throttling.client_ip"
+AXES_LOCKOUT_CALLABLE = "knowhub.security.lockout_response"
+KNOWHUB_AUTH_FAILURE_LIMIT = env.int("KNOWHUB_AUTH_FAILURE_LIMIT", default=10)
+KNOWHUB_AUTH_FAILURE_WINDOW = env.int("KNOWHUB_AUTH_FAILURE_WINDOW", default=300)
+KNOWHUB_API_USER_RATE = env("KNOWHUB_API_USER_RATE", default="6000/minute")
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["knowhub.throttling.UserRateThrottle"]
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"user": KNOWHUB_API_USER_RATE}
+# The counters every worker shares: Redis when there is one, else this process's memory.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                 "KEY_PREFIX": "knowhub-throttle"}
+    if REDIS_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"},
+}  # fmt: skip
 
 # --- Auth, i18n, static -----------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
