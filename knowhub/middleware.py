@@ -59,6 +59,19 @@ class RequestIdMiddleware:
             current_request_id.reset(token)
 
 
+class PermissionsPolicyMiddleware:
+    """Sends KNOWHUB_PERMISSIONS_POLICY (browser features the pages may use) with every response."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if settings.KNOWHUB_PERMISSIONS_POLICY:
+            response.setdefault("Permissions-Policy", settings.KNOWHUB_PERMISSIONS_POLICY)
+        return response
+
+
 def _has_nul(request) -> str | None:
     """Where the URL or a form body holds a NUL (PostgreSQL refuses it in any text), or None."""
     if "\x00" in request.path:

@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served from here: /api/docs/ works offline
     "axes",  # wrong passwords counted per account and address; lockouts (knowhub.security)
+    "csp",  # the Content-Security-Policy header (CONTENT_SECURITY_POLICY below)
     "rag",
     "ingestion",
     "sessions.apps.LearningSessionsConfig",
@@ -63,6 +64,9 @@ MIDDLEWARE = [
     "knowhub.middleware.InputGuardMiddleware",
     # An address that keeps sending wrong API credentials gets 429s for a while.
     "knowhub.security.FailedCredentialsMiddleware",
+    # Content-Security-Policy and Permissions-Policy on every response.
+    "csp.middleware.CSPMiddleware",
+    "knowhub.middleware.PermissionsPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files from the app itself in every configuration (admin CSS/JS with DEBUG off).
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -246,6 +250,34 @@ CACHES = {
                  "KEY_PREFIX": "knowhub-throttle"}
     if REDIS_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"},
 }  # fmt: skip
+
+# --- Content-Security-Policy, Permissions-Policy ----------------------------------------------
+# Scripts only from files this server serves (no inline script, no eval: the pages keep their
+# scripts in static files, /api/docs/ loads its start-up script from a URL of its own); styles may
+# be inline (the templates' <style> blocks and style attributes). Images may come from https
+# (pictures in indexed pages). fetch/streaming only to this server. Not framed by anyone.
+# KNOWHUB_CSP_REPORT_ONLY=true sends it as Content-Security-Policy-Report-Only (to try a change).
+_CSP_DIRECTIVES = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'", "'unsafe-inline'"],
+    "img-src": ["'self'", "data:", "https:"],
+    "font-src": ["'self'", "data:"],
+    "connect-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'self'"],
+    "frame-ancestors": ["'none'"],
+}
+if env.bool("KNOWHUB_CSP_REPORT_ONLY", default=False):
+    CONTENT_SECURITY_POLICY_REPORT_ONLY = {"DIRECTIVES": _CSP_DIRECTIVES}
+else:
+    CONTENT_SECURITY_POLICY = {"DIRECTIVES": _CSP_DIRECTIVES}
+# Browser features no page of knowhub uses, turned off for it and anything it might embed.
+KNOWHUB_PERMISSIONS_POLICY = env(
+    "KNOWHUB_PERMISSIONS_POLICY",
+    default="accelerometer=(), autoplay=(), camera=(), display-capture=(), geolocation=(), gyroscope=(), "
+    "magnetometer=(), microphone=(), midi=(), payment=(), usb=()",
+)
 
 # --- Auth, i18n, static -----------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
