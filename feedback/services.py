@@ -25,6 +25,10 @@ class FeedbackError(ValueError):
     """Feedback that cannot be stored as given (unknown chunk, bad label…): a 400."""
 
 
+class NotAResult(FeedbackError):
+    """Feedback on a chunk the interaction did not show (nor one the caller can see): a 409."""
+
+
 class FeedbackPermissionError(PermissionError):
     """The caller is neither the interaction's user nor staff: a 403."""
 
@@ -172,7 +176,7 @@ def _clean_judgments(judgments: list[dict], *, known: set[str], user) -> list[di
     if unknown:
         unknown -= set(visible_chunks(user=user, chunk_uids=unknown))
     if unknown:
-        raise FeedbackError(f"unknown chunk_uid(s): {', '.join(sorted(unknown)[:5])}")
+        raise NotAResult(f"not among the interaction's results: {', '.join(sorted(unknown)[:5])}")
     return cleaned
 
 
@@ -345,7 +349,7 @@ def _interaction_from_client(*, user, data: dict) -> Interaction:
     mentioned = set(retrieved_uids) | set(selected)
     unknown = mentioned - set(visible_chunks(user=user, chunk_uids=mentioned))
     if unknown:
-        raise FeedbackError(f"unknown chunk_uid(s): {', '.join(sorted(unknown)[:5])}")
+        raise NotAResult(f"not among the interaction's results: {', '.join(sorted(unknown)[:5])}")
     collections = chunk_collections(chunk_uids=mentioned)
     return Interaction.objects.create(
         user=user if getattr(user, "is_authenticated", False) else None,
@@ -412,7 +416,7 @@ def click_record(
         interaction = interaction_for_feedback(user=user, interaction_id=interaction_id, lock=True)
         retrieved = {r.get("chunk_uid") for r in interaction.retrieved or []}
         if chunk_uid not in retrieved:
-            raise FeedbackError("chunk_uid was not among this interaction's results")
+            raise NotAResult("chunk_uid was not among this interaction's results")
         if not 1 <= rank <= MAX_RANK:
             raise FeedbackError(f"rank must be between 1 and {MAX_RANK}")
         click = ClickEvent.objects.create(

@@ -213,7 +213,16 @@ class DocumentsIngestApi(APIView):
         class Meta:
             ref_name = "DocumentsIngestInput"
 
-        documents = serializers.ListField(child=DocumentPayloadField(), allow_empty=False)
+        # Restricted documents name their project (post() checks it).
+        request_schema_extra = {"anyOf": [
+            {"properties": {"visibility": {"enum": ["public", "private"]}}},
+            {"required": ["project"], "properties": {"project": {"type": "string"}}},
+        ]}  # fmt: skip
+
+        documents = serializers.ListField(
+            child=DocumentPayloadField(), allow_empty=False,
+            help_text="Each document's id at most once per request (a repeated id: 400, nothing stored).",
+        )
         project = serializers.SlugField(required=False, allow_null=True, default=None)
         visibility = serializers.ChoiceField(choices=["public", "restricted", "private"], default="public")
         dry_run = serializers.BooleanField(required=False, default=False)
@@ -407,7 +416,13 @@ class RunResumeApi(APIView):
         status_code = status.HTTP_409_CONFLICT
         default_code = "not_resumable"
 
-    @extend_schema(request=None, responses={202: RunOutputSerializer})
+    @extend_schema(
+        request=None,
+        responses={
+            202: RunOutputSerializer,
+            409: OpenApiResponse(description="The run cannot be resumed in its state (not_resumable)."),
+        },
+    )
     def post(self, request, run_id: int):
         services.runs_mark_interrupted()
         run = get_object_or_404(IngestRun, pk=run_id)

@@ -218,6 +218,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("KNOWHUB_MAX_BODY_BYTES", default=5 * 1024
 # refusal is JSON); JSON bodies nested deeper answer 400 before anything parses them.
 KNOWHUB_MAX_URL_CHARS = env.int("KNOWHUB_MAX_URL_CHARS", default=4096)
 KNOWHUB_MAX_JSON_DEPTH = env.int("KNOWHUB_MAX_JSON_DEPTH", default=64)
+# The schema says which answer's id the next request names (OpenAPI links).
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append("knowhub.api.add_operation_links")
 
 # --- Brute force (knowhub.security, knowhub.throttling) ---------------------------------------
 # django-axes on the three login pages: KNOWHUB_LOGIN_FAILURE_LIMIT wrong passwords for one

@@ -81,7 +81,9 @@ class QueryApi(APIView):
         has_image = serializers.BooleanField(required=False, allow_null=True, default=None)
         code = serializers.BooleanField(required=False, allow_null=True, default=None)
         date_from = serializers.DateField(required=False)
-        date_to = serializers.DateField(required=False)
+        date_to = serializers.DateField(
+            required=False, help_text="Not before date_from (an end before the start: 400 invalid_dates)."
+        )
         source_type = serializers.CharField(max_length=100, required=False)
         people = _tag_list()
         tags = _tag_list()
