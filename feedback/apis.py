@@ -16,10 +16,11 @@ from feedback.services import (
     FeedbackPermissionError,
     InteractionNotFound,
     NotAResult,
+    UnknownChunks,
     click_record,
     feedback_submit,
 )
-from knowhub.api import BadRequest, StrictSerializerMixin
+from knowhub.api import BadRequest, StrictSerializerMixin, UnknownReference
 
 MAX_UIDS = 500
 
@@ -41,6 +42,8 @@ class _Errors:
     def __exit__(self, exc_type, exc, tb):
         if exc_type is None:
             return False
+        if issubclass(exc_type, UnknownChunks):
+            raise UnknownReference(str(exc), code="unknown_chunk") from exc
         if issubclass(exc_type, NotAResult):
             raise NotAResultConflict(str(exc)) from exc
         if issubclass(exc_type, FeedbackError):

@@ -29,6 +29,10 @@ class NotAResult(FeedbackError):
     """Feedback on a chunk the interaction did not show (nor one the caller can see): a 409."""
 
 
+class UnknownChunks(FeedbackError):
+    """A logged interaction naming chunks that do not exist for the caller: a 404."""
+
+
 class FeedbackPermissionError(PermissionError):
     """The caller is neither the interaction's user nor staff: a 403."""
 
@@ -349,7 +353,7 @@ def _interaction_from_client(*, user, data: dict) -> Interaction:
     mentioned = set(retrieved_uids) | set(selected)
     unknown = mentioned - set(visible_chunks(user=user, chunk_uids=mentioned))
     if unknown:
-        raise NotAResult(f"not among the interaction's results: {', '.join(sorted(unknown)[:5])}")
+        raise UnknownChunks(f"unknown chunk_uid(s): {', '.join(sorted(unknown)[:5])}")
     collections = chunk_collections(chunk_uids=mentioned)
     return Interaction.objects.create(
         user=user if getattr(user, "is_authenticated", False) else None,

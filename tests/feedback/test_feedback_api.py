@@ -265,7 +265,7 @@ def test_a_full_interaction_can_be_submitted(api_client, user, hashed_corpus):
         {"interaction": {"query": "q", "retrieved": ["fbtest:doc:ghost:main:0"]}, "outcome": 1},
         format="json",
     )
-    assert bad.status_code == 400
+    assert bad.status_code == 404 and bad.json()["error"] == "unknown_chunk"  # like any unknown reference
     assert Interaction.objects.count() == 1
 
 
@@ -285,7 +285,7 @@ def test_clicks_record_rank_and_mark_the_source_opened(api_client, user, interac
         {"interaction_id": interaction.pk, "chunk_uid": uid("sourdough"), "rank": 1},
         format="json",
     )
-    assert not_shown.status_code == 400
+    assert not_shown.status_code == 409 and not_shown.json()["error"] == "not_a_result"
     assert (
         api_client.post(
             CLICK, {"interaction_id": interaction.pk, "chunk_uid": chunk, "rank": 0}, format="json"
