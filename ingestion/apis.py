@@ -215,7 +215,7 @@ class DocumentsIngestApi(APIView):
 
         # Restricted documents name their project (post() checks it).
         request_schema_extra = {"anyOf": [
-            {"properties": {"visibility": {"enum": ["public", "private"]}}},
+            {"properties": {"visibility": {"not": {"enum": ["restricted"]}}}},
             {"required": ["project"], "properties": {"project": {"type": "string"}}},
         ]}  # fmt: skip
 

@@ -42,8 +42,7 @@ class AutoSchema(SpectacularAutoSchema):
         # A body whose every field is optional, but which must name something (``oneOf`` in
         # ``request_schema_extra``), is required all the same.
         body = super()._get_request_body(direction)
-        serializer = self.get_request_serializer()
-        if body is not None and getattr(serializer, "request_schema_extra", None):
+        if body is not None and getattr(self.get_request_serializer(), "request_schema_extra", None):
             body["required"] = True
         return body
 
