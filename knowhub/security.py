@@ -19,7 +19,7 @@ from django.conf import settings
 from django.shortcuts import render
 
 from knowhub.middleware import error_response
-from knowhub.throttling import client_ip, throttle_cache
+from knowhub.throttling import cache_get, cache_set, client_ip
 
 # --- sign-in pages (django-axes) -----------------------------------------------------------------
 
@@ -61,7 +61,7 @@ class FailedCredentialsMiddleware:
             return self.get_response(request)
         key = f"auth-failures:{client_ip(request)}"
         window = settings.KNOWHUB_AUTH_FAILURE_WINDOW
-        state = throttle_cache.get(key)
+        state = cache_get(key)
         if state and state["count"] >= settings.KNOWHUB_AUTH_FAILURE_LIMIT:
             wait = max(1, math.ceil(state["since"] + window - time.time()))
             response = error_response(
@@ -78,7 +78,7 @@ class FailedCredentialsMiddleware:
 
 def _count_failure(key: str, window: int) -> None:
     # Read-modify-write: two failures at once may count as one, which only errs towards leniency.
-    state = throttle_cache.get(key) or {"count": 0, "since": time.time()}
+    state = cache_get(key) or {"count": 0, "since": time.time()}
     state["count"] += 1
     remaining = max(1, math.ceil(state["since"] + window - time.time()))
-    throttle_cache.set(key, state, timeout=remaining)
+    cache_set(key, state, timeout=remaining)

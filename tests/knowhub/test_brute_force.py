@@ -127,3 +127,24 @@ def test_a_forwarded_address_that_is_not_one_falls_back_to_the_peer(client, user
     response = client.post("/login/", {"username": "alice", "password": "wrong"}, REMOTE_ADDR=fresh_ip(),
                            HTTP_X_FORWARDED_FOR="not-an-address")  # fmt: skip
     assert response.status_code == 200 and "Wrong username or password" in response.content.decode()
+
+
+def test_with_the_throttle_cache_down_requests_are_served(api_client, user, settings):
+    """Redis unreachable (a closed port): the counters fail open, no request becomes a 500."""
+    import socket
+
+    from django.core.cache import caches
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings.CACHES = {**settings.CACHES, "throttle": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": f"redis://127.0.0.1:{port}/0",
+    }}  # fmt: skip
+    try:
+        api_client.force_authenticate(user)
+        assert api_client.get("/rag/facets").status_code == 200
+        api_client.force_authenticate(None)
+        assert api_client.get("/rag/facets", HTTP_AUTHORIZATION="Token nope").status_code == 401
+    finally:
+        caches["throttle"].close()
