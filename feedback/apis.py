@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import APIException, NotFound, PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -15,12 +15,22 @@ from feedback.services import (
     FeedbackError,
     FeedbackPermissionError,
     InteractionNotFound,
+    NotAResult,
+    UnknownChunks,
     click_record,
     feedback_submit,
 )
-from knowhub.api import BadRequest, StrictSerializerMixin
+from knowhub.api import BadRequest, StrictSerializerMixin, UnknownReference
 
 MAX_UIDS = 500
+
+
+class NotAResultConflict(APIException):
+    """Feedback on a chunk the interaction did not show: well-formed, but not about that
+    interaction's results (409, like any request the current state refuses)."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "not_a_result"
 
 
 class _Errors:
@@ -32,6 +42,10 @@ class _Errors:
     def __exit__(self, exc_type, exc, tb):
         if exc_type is None:
             return False
+        if issubclass(exc_type, UnknownChunks):
+            raise UnknownReference(str(exc), code="unknown_chunk") from exc
+        if issubclass(exc_type, NotAResult):
+            raise NotAResultConflict(str(exc)) from exc
         if issubclass(exc_type, FeedbackError):
             raise BadRequest(str(exc)) from exc
         if issubclass(exc_type, FeedbackPermissionError):
@@ -44,6 +58,13 @@ class _Errors:
 @extend_schema_serializer(component_name="FeedbackJudgment")
 class JudgmentInputSerializer(StrictSerializerMixin, serializers.Serializer):
     """One label: ``chunk_uid`` positive/negative, or preferred over ``preferred_over``."""
+
+    # A label, or a pair (validate() below); a chunk is not preferred over itself, and is judged
+    # once per request (feedback_submit): rules across fields and items a schema cannot state.
+    request_schema_extra = {"anyOf": [
+        {"required": ["label"]},
+        {"required": ["preferred_over"], "properties": {"preferred_over": {"minLength": 1}}},
+    ]}  # fmt: skip
 
     chunk_uid = serializers.CharField(max_length=600)
     label = serializers.ChoiceField(choices=Judgment.Label.choices, required=False)
@@ -84,6 +105,9 @@ class FeedbackApi(APIView):
 
     @extend_schema_serializer(component_name="FeedbackInput")
     class InputSerializer(StrictSerializerMixin, serializers.Serializer):
+        # Exactly one of the two ways to name the interaction (validate() below checks it).
+        request_schema_extra = {"oneOf": [{"required": ["interaction_id"]}, {"required": ["interaction"]}]}
+
         interaction_id = serializers.IntegerField(required=False, min_value=1)
         interaction = InteractionInputSerializer(required=False)
         outcome = serializers.ChoiceField(choices=[-1, 0, 1], required=False, allow_null=True)
@@ -109,7 +133,13 @@ class FeedbackApi(APIView):
         unchanged = serializers.IntegerField()
         judgments = serializers.ListField(child=serializers.DictField())
 
-    @extend_schema(request=InputSerializer, responses={200: OutputSerializer})
+    @extend_schema(
+        request=InputSerializer,
+        responses={
+            200: OutputSerializer,
+            409: OpenApiResponse(description="a judged chunk was not among the interaction's results (not_a_result)"),
+        },
+    )
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -149,7 +179,13 @@ class ClickApi(APIView):
         chunk_uid = serializers.CharField()
         rank = serializers.IntegerField()
 
-    @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
+    @extend_schema(
+        request=InputSerializer,
+        responses={
+            201: OutputSerializer,
+            409: OpenApiResponse(description="chunk_uid was not among the interaction's results (not_a_result)"),
+        },
+    )
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

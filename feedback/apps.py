@@ -15,6 +15,7 @@ class FeedbackConfig(AppConfig):
         from feedback.services import (
             interaction_record,
             interactions_delete_of_user,
+            personal_data_export,
             personal_data_forget,
         )
         from rag.interactions import InteractionLog, register_interaction_log
@@ -34,4 +35,4 @@ class FeedbackConfig(AppConfig):
                 delete_of_user=interactions_delete_of_user,
             )
         )
-        register_personal_data("feedback", PersonalData(forget=personal_data_forget))
+        register_personal_data("feedback", PersonalData(forget=personal_data_forget, export=personal_data_export))

@@ -239,6 +239,7 @@ def labelled_queries(
     qs = interactions if interactions is not None else Interaction.objects.all()
     qs = (
         qs.filter(Q(judgments__isnull=False) | Q(clicks__isnull=False))
+        .exclude(query="")  # a forgotten user's question: nothing to search again
         .distinct()
         .select_related("user")
         .order_by("created_at", "id")
@@ -468,8 +469,10 @@ def interaction_review_rows(interaction: Interaction) -> list[dict]:
 
 
 def _export_judgments(interactions: QuerySet | None) -> QuerySet[Judgment]:
-    qs = Judgment.objects.select_related("interaction", "labelled_by").order_by(
-        "interaction_id", "chunk_uid", "id"
+    qs = (
+        Judgment.objects.select_related("interaction", "labelled_by")
+        .exclude(interaction__query="")  # a forgotten user's question: a label without a query
+        .order_by("interaction_id", "chunk_uid", "id")
     )
     if interactions is not None:
         qs = qs.filter(interaction__in=interactions)

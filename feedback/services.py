@@ -6,10 +6,11 @@ import logging
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import JSONField, Q
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from feedback.models import ClickEvent, Interaction, Judgment, JudgmentLog, RankingConfig
+from feedback.models import ClickEvent, GradeContest, Interaction, Judgment, JudgmentLog, RankingConfig
 from feedback.ranking import RankingWeights
 from rag.acl import Scope
 from rag.selectors import chunk_collections, chunk_document_keys
@@ -22,6 +23,14 @@ MAX_REASON_CHARS = 2000
 
 class FeedbackError(ValueError):
     """Feedback that cannot be stored as given (unknown chunk, bad label…): a 400."""
+
+
+class NotAResult(FeedbackError):
+    """Feedback on a chunk the interaction did not show (nor one the caller can see): a 409."""
+
+
+class UnknownChunks(FeedbackError):
+    """A logged interaction naming chunks that do not exist for the caller: a 404."""
 
 
 class FeedbackPermissionError(PermissionError):
@@ -171,7 +180,7 @@ def _clean_judgments(judgments: list[dict], *, known: set[str], user) -> list[di
     if unknown:
         unknown -= set(visible_chunks(user=user, chunk_uids=unknown))
     if unknown:
-        raise FeedbackError(f"unknown chunk_uid(s): {', '.join(sorted(unknown)[:5])}")
+        raise NotAResult(f"not among the interaction's results: {', '.join(sorted(unknown)[:5])}")
     return cleaned
 
 
@@ -344,7 +353,7 @@ def _interaction_from_client(*, user, data: dict) -> Interaction:
     mentioned = set(retrieved_uids) | set(selected)
     unknown = mentioned - set(visible_chunks(user=user, chunk_uids=mentioned))
     if unknown:
-        raise FeedbackError(f"unknown chunk_uid(s): {', '.join(sorted(unknown)[:5])}")
+        raise UnknownChunks(f"unknown chunk_uid(s): {', '.join(sorted(unknown)[:5])}")
     collections = chunk_collections(chunk_uids=mentioned)
     return Interaction.objects.create(
         user=user if getattr(user, "is_authenticated", False) else None,
@@ -411,7 +420,7 @@ def click_record(
         interaction = interaction_for_feedback(user=user, interaction_id=interaction_id, lock=True)
         retrieved = {r.get("chunk_uid") for r in interaction.retrieved or []}
         if chunk_uid not in retrieved:
-            raise FeedbackError("chunk_uid was not among this interaction's results")
+            raise NotAResult("chunk_uid was not among this interaction's results")
         if not 1 <= rank <= MAX_RANK:
             raise FeedbackError(f"rank must be between 1 and {MAX_RANK}")
         click = ClickEvent.objects.create(
@@ -473,12 +482,26 @@ def ranking_config_deactivate_all(*, user=None) -> int:
 # --- personal data (rag.privacy calls this when it forgets a user) ----------------------------
 
 
+# What a forgotten user's interaction keeps of its filters: which collections were searched and
+# how the results were ordered. The rest (conversation id, the question's analysis, tags they
+# typed) is theirs.
+KEPT_FILTER_KEYS = ("collections", "rerank", "stopped")
+
+
 def personal_data_forget(*, user, hashes: set[str], chunk_uids: set[str], sources: set) -> dict[str, int]:
     """Forget ``user`` in the feedback data (inside ``rag.privacy.user_forget``'s transaction).
 
-    Interactions and clicks are kept for aggregate quality figures but anonymised (no user, no
-    comment, no answer text); judgments of the user's own chunks (``chunk_uids``, deleted) are
-    deleted, their judgments elsewhere keep the label but lose the labeller and the reason.
+    What they typed goes: the text of their questions and its embedding (an embedding can be
+    inverted to much of its text), their comments, the answers given to them, and the parts of
+    the filters that came from their question. What is kept is what the learning loop counts
+    without knowing who or what was asked: the interaction's kind, time, outcome (thumbs),
+    latency, cost and retrieved/selected chunk ids; clicks (chunk and rank); the labels of
+    judgments on those chunks (a document's balance of positive and negative labels). A query
+    with no text is not re-searched by tuning (``labelled_queries``) nor used as a neighbour by
+    the label effect (no embedding).
+
+    Judgments of the user's own chunks (``chunk_uids``, deleted) are deleted; their judgments
+    elsewhere keep the label but lose the labeller and the reason.
     """
     judgments_deleted, _ = Judgment.objects.filter(
         Q(chunk_uid__in=chunk_uids) | Q(preferred_over__in=chunk_uids)
@@ -490,12 +513,43 @@ def personal_data_forget(*, user, hashes: set[str], chunk_uids: set[str], source
     JudgmentLog.objects.filter(interaction__in=theirs).update(reason="")
     judgments_anonymised = Judgment.objects.filter(labelled_by=user).update(labelled_by=None, reason="")
     JudgmentLog.objects.filter(actor=user).update(actor=None, reason="")
-    # Answers may quote the user's private chunks (the ones deleted above).
-    interactions = theirs.update(user=None, comment="", answer="")
+    # Answers may quote the user's private chunks (the ones deleted above) and their question.
+    ids = list(theirs.values_list("pk", flat=True))
+    interactions = Interaction.objects.filter(pk__in=ids).update(
+        user=None, query="", query_embedding=None, query_embedding_model="", comment="", answer="",
+        domain="", filters=RawSQL(
+            "(SELECT coalesce(jsonb_object_agg(key, value), '{}'::jsonb) FROM jsonb_each(filters)"
+            " WHERE key = ANY(%s))", (list(KEPT_FILTER_KEYS),), output_field=JSONField(),
+        ),
+    )  # fmt: skip
     Interaction.objects.filter(reviewed_by=user).update(reviewed_by=None)
     ClickEvent.objects.filter(user=user).update(user=None)
+    GradeContest.objects.filter(learner=user).update(learner=None, question="", answer="", reason="")
+    GradeContest.objects.filter(reviewed_by=user).update(reviewed_by=None, review_note="")
     return {
         "judgments_deleted": judgments_deleted,
         "judgments_anonymised": judgments_anonymised,
         "interactions": interactions,
     }
+
+
+def personal_data_export(*, user, hashes: set[str]) -> dict:
+    """What the feedback app holds about ``user`` (``manage.py export_user``): their questions
+    and answers, feedback, clicks, the judgments they made and their grade contests."""
+    return {
+        "interactions": list(
+            Interaction.objects.filter(user=user).order_by("created_at", "id").values(
+                "id", "kind", "created_at", "query", "answer", "filters", "model", "outcome", "comment",
+                "selected",
+            )
+        ),
+        "clicks": list(ClickEvent.objects.filter(user=user).order_by("created_at").values(
+            "interaction_id", "chunk_uid", "rank", "created_at"
+        )),
+        "judgments_made": list(Judgment.objects.filter(labelled_by=user).order_by("created_at").values(
+            "interaction_id", "chunk_uid", "label", "preferred_over", "reason", "created_at"
+        )),
+        "grade_contests": list(GradeContest.objects.filter(learner=user).order_by("created_at").values(
+            "session_id", "test_index", "question", "answer", "reason", "status", "review_note", "created_at"
+        )),
+    }  # fmt: skip

@@ -149,8 +149,8 @@ class NotionIngestApi(APIView):
             requested = doc.units[0].metadata.get("requested_access") if doc.units else None
             # A delivery may narrow its database's access, never widen it: refused before storing.
             narrowed(setting_access(setting_for_document(doc)), requested)
-        except services.IngestError as exc:
-            return _error("access_widening", str(exc), status.HTTP_400_BAD_REQUEST)
+        except services.IngestError as exc:  # access_widening, invalid_access, unknown_project
+            return _error(exc.code, str(exc), status.HTTP_400_BAD_REQUEST)
         except ValueError as exc:
             return _error("invalid", str(exc), status.HTTP_400_BAD_REQUEST)
         receipt = services.notion_delivery_receive(
@@ -237,7 +237,16 @@ class DocumentsIngestApi(APIView):
         class Meta:
             ref_name = "DocumentsIngestInput"
 
-        documents = serializers.ListField(child=DocumentPayloadField(), allow_empty=False)
+        # Restricted documents name their project (post() checks it).
+        request_schema_extra = {"anyOf": [
+            {"properties": {"visibility": {"not": {"enum": ["restricted"]}}}},
+            {"required": ["project"], "properties": {"project": {"type": "string"}}},
+        ]}  # fmt: skip
+
+        documents = serializers.ListField(
+            child=DocumentPayloadField(), allow_empty=False,
+            help_text="Each document's id at most once per request (a repeated id: 400, nothing stored).",
+        )
         project = serializers.SlugField(required=False, allow_null=True, default=None)
         visibility = serializers.ChoiceField(choices=["public", "restricted", "private"], default="public")
         dry_run = serializers.BooleanField(required=False, default=False)
@@ -465,7 +474,13 @@ class RunResumeApi(APIView):
         status_code = status.HTTP_409_CONFLICT
         default_code = "not_resumable"
 
-    @extend_schema(request=None, responses={202: RunOutputSerializer})
+    @extend_schema(
+        request=None,
+        responses={
+            202: RunOutputSerializer,
+            409: OpenApiResponse(description="The run cannot be resumed in its state (not_resumable)."),
+        },
+    )
     def post(self, request, run_id: int):
         services.runs_mark_interrupted()
         run = get_object_or_404(IngestRun, pk=run_id)

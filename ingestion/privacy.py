@@ -32,3 +32,14 @@ def personal_data_forget(*, user, hashes: set[str], chunk_uids: set[str], source
     for collection, source_type, source_id in sources:
         SourceState.objects.filter(collection=collection, source_type=source_type, source_id=source_id).delete()
     return {"documents": documents}
+
+
+def personal_data_export(*, user, hashes: set[str]) -> dict:
+    """The stored payloads of the user's private documents (``manage.py export_user``)."""
+    return {
+        "stored_documents": list(
+            IngestedDocument.objects.filter(payload__owner_hash__in=list(hashes))
+            .order_by("collection", "source_type", "source_id")
+            .values("collection", "source_type", "source_id", "payload", "created_at", "updated_at")
+        )
+    }

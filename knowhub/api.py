@@ -6,6 +6,7 @@ import logging
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
+from django.http import QueryDict
 from rest_framework import serializers, status
 from rest_framework.exceptions import APIException
 from rest_framework.response import Response
@@ -73,8 +74,36 @@ def exception_handler(exc, context):
     return response
 
 
+# The JSON type each field's schema declares, checked before DRF's coercion: DRF reads 0 as
+# false and as "0", which the schema calls invalid. ChoiceFields are left to their choices.
+_JSON_TYPES = (
+    (serializers.BooleanField, (bool,), "a boolean"),
+    (serializers.CharField, (str,), "a string"),
+    (serializers.DateField, (str,), "a string"),
+    (serializers.DateTimeField, (str,), "a string"),
+    (serializers.IntegerField, (int,), "an integer"),
+    (serializers.FloatField, (int, float), "a number"),
+    (serializers.DecimalField, (int, float, str), "a number"),
+    (serializers.ListField, (list,), "a list"),
+    (serializers.ListSerializer, (list,), "a list"),
+    (serializers.DictField, (dict,), "an object"),
+)
+
+
+def _json_type_error(field, value) -> str | None:
+    if value is None:
+        return None  # allow_null decides
+    for field_class, types, name in _JSON_TYPES:
+        if isinstance(field, field_class):
+            wrong = not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
+            return f"Expected {name}, not {type(value).__name__}." if wrong else None
+    return None
+
+
 class StrictSerializerMixin:
-    """Reject fields the serializer does not declare: a typo must not be silently ignored."""
+    """Reject fields the serializer does not declare (a typo must not be silently ignored), and
+    in a JSON body values of another type than the field's schema says (``{"title": 0}``,
+    ``{"prune": 0}``). Form data is all strings, so its values are left to the fields."""
 
     def to_internal_value(self, data):
         if not isinstance(data, dict):
@@ -82,6 +111,11 @@ class StrictSerializerMixin:
         unknown = sorted(set(data) - set(self.fields))
         if unknown:
             raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        if not isinstance(data, QueryDict):
+            wrong = {name: _json_type_error(self.fields[name], value) for name, value in data.items()}
+            wrong = {name: [problem] for name, problem in wrong.items() if problem}
+            if wrong:
+                raise serializers.ValidationError(wrong)
         return super().to_internal_value(data)
 
 
@@ -104,7 +138,10 @@ COMMON_ERRORS = {
     "404": "nothing there, or a referenced name that does not exist (error: not_found, unknown_…)",
     "405": "method not allowed (error: method_not_allowed)",
     "406": "cannot answer in an accepted media type (error: not_acceptable)",
+    "413": "request body too large (error: too_large)",
+    "414": "URL too long (error: uri_too_long)",
     "415": "request body is not JSON (error: unsupported_media_type)",
+    "429": "too many requests or failed sign-ins (error: throttled); see Retry-After",
     "503": "the database or another part is down (error: database_unavailable, …); retry later",
 }
 
@@ -141,4 +178,60 @@ def add_common_error_responses(result, generator, request, public):
                 ):
                     # a bare `dict` declaration: say what the body is
                     responses[code] = {"description": declared.get("description") or description, "content": ref}
+    return result
+
+
+# --- OpenAPI links: which answer feeds which request ---------------------------------------------
+
+# (source operationId, status, link name, target operationId, parameters, requestBody). A client
+# (and schemathesis' stateful phase) learns from them that an id an answer carries is what the next
+# request names: a query's interaction is what feedback and clicks are about, an ask's conversation
+# is what the conversation endpoints read, a reindex run is what its detail and resume read.
+OPERATION_LINKS = [
+    ("rag_query_create", "200", "FeedbackOnIt", "rag_feedback_create", {},
+     {"interaction_id": "$response.body#/interaction_id", "outcome": 1}),
+    ("rag_query_create", "200", "ClickItsFirstResult", "rag_feedback_click_create", {},
+     {"interaction_id": "$response.body#/interaction_id", "chunk_uid": "$response.body#/results/0/chunk_uid",
+      "rank": 1}),
+    ("rag_query_create", "200", "ClickOnIt", "rag_feedback_click_create", {},
+     {"interaction_id": "$response.body#/interaction_id"}),
+    ("rag_ask_create", "200", "ReadItsConversation", "rag_conversations_retrieve",
+     {"conversation_id": "$response.body#/conversation_id"}, None),
+    ("rag_ask_create", "200", "RenameItsConversation", "rag_conversations_partial_update",
+     {"conversation_id": "$response.body#/conversation_id"}, None),
+    ("rag_ask_create", "200", "DeleteItsConversation", "rag_conversations_destroy",
+     {"conversation_id": "$response.body#/conversation_id"}, None),
+    ("rag_ask_create", "200", "FeedbackOnIt", "rag_feedback_create", {},
+     {"interaction_id": "$response.body#/interaction_id", "outcome": -1}),
+    ("rag_reindex_create", "202", "ReadTheRun", "rag_reindex_retrieve", {"run_id": "$response.body#/run_id"}, None),
+    ("rag_reindex_create", "202", "ResumeTheRun", "rag_reindex_resume_create",
+     {"run_id": "$response.body#/run_id"}, None),
+    ("sessions_start_create", "201", "ReadTheSession", "sessions_retrieve", {"id": "$response.body#/id"}, None),
+    ("sessions_start_create", "201", "ChatInIt", "sessions_chat_create", {"id": "$response.body#/id"}, None),
+    ("sessions_start_create", "201", "FinishIt", "sessions_finish_create", {"id": "$response.body#/id"}, None),
+]  # fmt: skip
+
+
+def add_operation_links(result, generator, request, public):
+    """drf-spectacular postprocessing hook: the ``links`` of OPERATION_LINKS on their answers."""
+    operations = {
+        op.get("operationId"): op
+        for item in result.get("paths", {}).values()
+        for method, op in item.items()
+        if method in {"get", "post", "put", "patch", "delete"}
+    }
+    for source, status_code, name, target, parameters, body in OPERATION_LINKS:
+        response = operations.get(source, {}).get("responses", {}).get(status_code)
+        if response is None or target not in operations:
+            continue  # an endpoint left out of this schema (or renamed): no link to it
+        link: dict = {"operationId": target}
+        if parameters:
+            link["parameters"] = parameters
+        if body is not None:
+            link["requestBody"] = body
+            if target == "rag_feedback_create":
+                # the whole body: merged with a generated one it could name the interaction both
+                # ways, which feedback refuses
+                link["x-schemathesis"] = {"merge_body": False}
+        response.setdefault("links", {})[name] = link
     return result

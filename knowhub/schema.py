@@ -38,10 +38,21 @@ class AutoSchema(SpectacularAutoSchema):
             schema["minItems"] = max(1, schema.get("minItems", 0))
         return schema
 
+    def _get_request_body(self, direction="request"):
+        # A body whose every field is optional, but which must name something (``oneOf`` in
+        # ``request_schema_extra``), is required all the same.
+        body = super()._get_request_body(direction)
+        if body is not None and getattr(self.get_request_serializer(), "request_schema_extra", None):
+            body["required"] = True
+        return body
+
     def _map_serializer(self, serializer, direction, bypass_extensions=False):
         from knowhub.api import StrictSerializerMixin
 
         schema = super()._map_serializer(serializer, direction, bypass_extensions)
         if direction == "request" and isinstance(serializer, StrictSerializerMixin) and isinstance(schema, dict):
             schema["additionalProperties"] = False
+            # A rule across fields a serializer's validate() enforces, stated where JSON Schema can
+            # (``oneOf`` of two ways to name something): ``request_schema_extra`` on the class.
+            schema.update(getattr(serializer, "request_schema_extra", None) or {})
         return schema

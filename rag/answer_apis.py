@@ -56,11 +56,19 @@ class IgnoredFilterField(serializers.DictField):
     """One chip to re-ask without; ``rag.answering.services.validate_ignore_filters`` checks it."""
 
 
+@extend_schema_field({"type": "string", "pattern": r"^[A-Za-z0-9_-]{0,64}$", "maxLength": 64})
+class ConversationIdField(serializers.CharField):
+    """1-64 letters, digits, '-' or '_' (or empty: a new conversation): the ask checks it
+    (``invalid_conversation_id``); the schema says so, so no client is surprised."""
+
+
 class AskInputSerializer(StrictSerializerMixin, serializers.Serializer):
     query = serializers.CharField(max_length=MAX_QUERY_CHARS, help_text="The question.")
     collections = serializers.ListField(child=serializers.CharField(max_length=100), required=False, max_length=50)
     date_from = serializers.DateField(required=False, allow_null=True)
-    date_to = serializers.DateField(required=False, allow_null=True)
+    date_to = serializers.DateField(
+        required=False, allow_null=True, help_text="Not before date_from (an end before the start: 400 invalid_dates)."
+    )
     domain = serializers.CharField(required=False, allow_blank=True, max_length=100)
     entity = serializers.CharField(required=False, allow_blank=True, max_length=200)
     people = serializers.ListField(child=serializers.CharField(max_length=200), required=False, max_length=20)
@@ -72,7 +80,7 @@ class AskInputSerializer(StrictSerializerMixin, serializers.Serializer):
     model = serializers.CharField(
         required=False, allow_blank=True, max_length=200, help_text="A model id of GET /rag/facets 'models'."
     )
-    conversation_id = serializers.CharField(
+    conversation_id = ConversationIdField(
         required=False, allow_blank=True, max_length=64, help_text="Continue a conversation (returned by every answer)."
     )
     top_k = serializers.IntegerField(required=False, min_value=1, max_value=50)

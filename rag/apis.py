@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers
 from rest_framework.exceptions import APIException
@@ -80,7 +81,9 @@ class QueryApi(APIView):
         has_image = serializers.BooleanField(required=False, allow_null=True, default=None)
         code = serializers.BooleanField(required=False, allow_null=True, default=None)
         date_from = serializers.DateField(required=False)
-        date_to = serializers.DateField(required=False)
+        date_to = serializers.DateField(
+            required=False, help_text="Not before date_from (an end before the start: 400 invalid_dates)."
+        )
         source_type = serializers.CharField(max_length=100, required=False)
         source_ids = serializers.ListField(
             child=serializers.CharField(max_length=300), required=False, max_length=MAX_LIST_ITEMS,
@@ -122,7 +125,9 @@ class QueryApi(APIView):
         took_ms = serializers.FloatField(help_text="server-side, including query embedding")
         embed_ms = serializers.FloatField(help_text="query embedding part of took_ms")
         candidates = serializers.IntegerField(help_text="rows scored (union of both candidate lists)")
-        interaction_id = serializers.IntegerField()
+        interaction_id = serializers.IntegerField(
+            allow_null=True, help_text="null when the interaction log could not be written (the hits stand)"
+        )
         rerank = serializers.DictField(help_text="provider, served ('reranked' or 'fused'), candidates, ms, error")
 
     @extend_schema(request=InputSerializer, responses={200: OutputSerializer, 400: dict, 409: dict})
@@ -150,11 +155,17 @@ class QueryApi(APIView):
         if "collections" not in effective:
             effective["collections"] = known_collections(scope)
         # Which order was served (reranked, or fused after a rerank failure) stays with the log.
-        interaction = interaction_record(
-            user=request.user, kind="query", query=query, filters={**effective, "rerank": rerank.as_dict()},
-            hits=result.hits,
-            strategy=mode, latency_ms=result.took_ms,
-        )
+        # The log is an audit of the search, not part of it: when it cannot be written the hits
+        # are still served, and the failure is a warning (as for an ask).
+        interaction_id = None
+        try:
+            with transaction.atomic():
+                interaction_id = interaction_record(
+                    user=request.user, kind="query", query=query, filters={**effective, "rerank": rerank.as_dict()},
+                    hits=result.hits, strategy=mode, latency_ms=result.took_ms,
+                ).pk  # fmt: skip
+        except Exception:  # noqa: BLE001 — whatever broke the log, the search result stands
+            logger.warning("could not record the interaction of a query", exc_info=True)
         hits = [self.HitSerializer(h).data for h in result.hits]
         out = {
             "results": hits,
@@ -165,7 +176,7 @@ class QueryApi(APIView):
             "took_ms": round(result.took_ms, 2),
             "embed_ms": round(result.embed_ms, 2),
             "candidates": result.candidates,
-            "interaction_id": interaction.pk,
+            "interaction_id": interaction_id,
             "rerank": rerank.as_dict(),
         }
         return Response(out)

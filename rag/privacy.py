@@ -35,14 +35,17 @@ class PersonalData:
     - ``rekey(*, mapping)``: rewrite the pseudonyms it stores (``{old: new}``);
     - ``forget(*, user, hashes, chunk_uids, sources)``: delete or anonymise what it holds about
       ``user`` (``hashes``: their pseudonyms; ``chunk_uids`` and ``sources``
-      (``(collection, source_type, source_id)``): their private chunks, already deleted).
+      (``(collection, source_type, source_id)``): their private chunks, already deleted);
+    - ``export(*, user, hashes)``: what it holds about ``user``, as JSON-able data (a dict of
+      sections), for an access request (``manage.py export_user``).
 
-    Both run inside the caller's transaction and return counts keyed by the name of a field of
-    ``RekeyResult`` / ``ForgetResult`` (added to it).
+    ``rekey`` and ``forget`` run inside the caller's transaction and return counts keyed by the
+    name of a field of ``RekeyResult`` / ``ForgetResult`` (added to it).
     """
 
     rekey: Callable[..., dict[str, int]] | None = None
     forget: Callable[..., dict[str, int]] | None = None
+    export: Callable[..., dict] | None = None
 
 
 _holders: dict[str, PersonalData] = {}
@@ -158,18 +161,28 @@ def user_forget(*, user) -> ForgetResult:
       ``ChunkHistory`` rows of those chunks (history otherwise outlives a chunk), the stored
       payloads and sync states that would bring them back on a reindex;
     - their pseudonym as the author of any other chunk;
-    - their interactions and clicks are kept for aggregate quality figures but anonymised (no
-      user, no comment, no answer text); judgments of their own chunks are deleted, their judgments elsewhere
-      keep the label but lose the labeller and the free-text reason;
-    - the user row, and with it (by cascade) their sessions, reflections, progress and token.
+    - what they typed: the text of their questions (and its embedding), comments and answers is
+      scrubbed from their interactions, which are kept without a user for aggregate figures;
+      judgments of their own chunks are deleted, their judgments elsewhere keep the label but
+      lose the labeller and the free-text reason;
+    - the user row, and with it (by cascade) their conversations, sessions and their chat,
+      reflections, progress and token.
 
     The payloads, sync states, interactions and judgments are the registered parts of the
-    ingestion and feedback apps (``register_personal_data``).
+    ingestion and feedback apps (``register_personal_data``). The admin deletes users through
+    this too (``rag.admin``).
     """
+    result = _forget_data(user)
+    user.delete()
+    logger.info("forgot user %s: %s", result.user_id, result.as_dict())
+    return result
+
+
+def _forget_data(user) -> ForgetResult:
     from rag.models import Chunk, ChunkHistory
 
     result = ForgetResult(user_id=user.pk)
-    hashes = {user_hash(user.pk)} | {legacy_user_hash(user.pk)}
+    hashes = user_hashes_of(user)
     owned = Chunk.objects.filter(Q(owner_hash__in=hashes) | Q(author_hash__in=hashes, pii_level__gte=2))
     uids = set(owned.values_list("chunk_uid", flat=True))
     sources = set(owned.values_list("collection", "source_type", "source_id").distinct())
@@ -179,9 +192,48 @@ def user_forget(*, user) -> ForgetResult:
     for holder in _holders.values():
         if holder.forget is not None:
             _add(result, holder.forget(user=user, hashes=hashes, chunk_uids=uids, sources=sources))
-    user.delete()
     from rag import term_stats
 
     term_stats.compact()  # the lexemes of their private text leave the BM25 statistics too
-    logger.info("forgot user %s: %s", result.user_id, result.as_dict())
     return result
+
+
+def user_hashes_of(user) -> set[str]:
+    """Every pseudonym ``user`` may appear under in the index."""
+    return {user_hash(user.pk)} | {legacy_user_hash(user.pk)}
+
+
+# --- exporting a user's data ---------------------------------------------------------------------
+
+
+def user_export(*, user) -> dict:
+    """Everything knowhub holds about ``user``, as JSON-able data, for an access request: the
+    account, their projects, conversations and private chunks, and each app's registered part
+    (interactions, judgments, sessions, stored documents). Secrets (password hash, API token)
+    are named, never included."""
+    from rag.models import Chunk, Conversation
+
+    hashes = user_hashes_of(user)
+    out: dict = {
+        "user": {
+            "id": user.pk, "username": user.get_username(), "email": getattr(user, "email", ""),
+            "first_name": getattr(user, "first_name", ""), "last_name": getattr(user, "last_name", ""),
+            "is_staff": user.is_staff, "date_joined": user.date_joined, "last_login": user.last_login,
+            "has_api_token": hasattr(user, "auth_token"), "pseudonym": user_hash(user.pk),
+        },
+        "projects": sorted(user.knowhub_projects.values_list("slug", flat=True)),
+        "conversations": list(
+            Conversation.objects.filter(user=user)
+            .order_by("created_at")
+            .values("id", "title", "created_at", "updated_at", "deleted_at")
+        ),
+        "private_chunks": list(
+            Chunk.objects.filter(Q(owner_hash__in=hashes) | Q(author_hash__in=hashes))
+            .order_by("chunk_uid")
+            .values("chunk_uid", "collection", "title", "content", "visibility", "created_at")
+        ),
+    }  # fmt: skip
+    for holder in _holders.values():
+        if holder.export is not None:
+            out.update(holder.export(user=user, hashes=hashes))
+    return out

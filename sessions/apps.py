@@ -13,6 +13,11 @@ class LearningSessionsConfig(AppConfig):
         from rag.demo import register_demo_loader
 
         register_demo_loader("sessions.services", _import_learning_content)
+        # Its part in an access request (manage.py export_user); forgetting is by cascade.
+        from rag.privacy import PersonalData, register_personal_data
+        from sessions.privacy import personal_data_export
+
+        register_personal_data("sessions", PersonalData(export=personal_data_export))
 
 
 def _import_learning_content():

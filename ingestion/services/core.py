@@ -60,11 +60,29 @@ _UPSERT_BATCH_DOCS = 32
 
 
 class IngestError(ValueError):
-    """A request for a run that cannot be done as asked (unknown type, missing folder…)."""
+    """A request for a run that cannot be done as asked (unknown type, missing folder…).
+
+    ``code`` is the ``error`` an API answers it with."""
+
+    code = "invalid"
 
 
 class UnknownProject(IngestError):
     """A project slug that does not exist (the API answers 404)."""
+
+    code = "unknown_project"
+
+
+class AccessWidening(IngestError):
+    """A delivery asking for a wider audience than its source's setting allows."""
+
+    code = "access_widening"
+
+
+class InvalidAccess(IngestError):
+    """A visibility and project that do not go together (a public page in a project…)."""
+
+    code = "invalid_access"
 
 
 # --- run recording ------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ingestion.models import SourceRoot, SourceSetting, SourceState
-from ingestion.services.core import NOTION_COLLECTION, IngestError
+from ingestion.services.core import NOTION_COLLECTION, AccessWidening, IngestError, InvalidAccess, UnknownProject
 from ingestion.sources.mapping import PropertyMapping, map_unit
 from ingestion.sources.notion import notion_key
 from rag.acl import user_hash
@@ -59,26 +59,26 @@ def narrowed(base: Access, requested: dict | None) -> Access:
     visibility = requested.get("visibility") or base.visibility
     project = requested.get("project") or None
     if visibility not in _RANK:
-        raise IngestError(f"visibility must be one of public, restricted, private (not {visibility!r})")
+        raise InvalidAccess(f"visibility must be one of public, restricted, private (not {visibility!r})")
     if _RANK[visibility] < _RANK[base.visibility]:
-        raise IngestError(f"this source is {base.visibility}: a delivery cannot make it {visibility}")
+        raise AccessWidening(f"this source is {base.visibility}: a delivery cannot make it {visibility}")
     if visibility == "public":
         if project:
-            raise IngestError("a project is only used with visibility 'restricted'")
+            raise InvalidAccess("a project is only used with visibility 'restricted'")
         return base
     if visibility == "restricted":
         project = project or base.project
         if not project:
-            raise IngestError("visibility 'restricted' needs a project")
+            raise InvalidAccess("visibility 'restricted' needs a project")
         if base.visibility == "restricted" and project != base.project:
-            raise IngestError(
+            raise AccessWidening(
                 f"this source is restricted to {base.project!r}: a delivery cannot move it to {project!r}"
             )
         if not Project.objects.filter(slug=project).exists():
-            raise IngestError(f"unknown project {project!r}")
+            raise UnknownProject(f"unknown project {project!r}")
         return Access(visibility="restricted", project=project)
     if not base.owner_hash:
-        raise IngestError("visibility 'private' needs an owner: set one on the source's setting")
+        raise InvalidAccess("visibility 'private' needs an owner: set one on the source's setting")
     return Access(visibility="private", owner_hash=base.owner_hash)
 
 

@@ -166,7 +166,6 @@ def test_anonymous_is_refused(api_client, interaction):
 @pytest.mark.parametrize(
     "judgment, message",
     [
-        ({"chunk_uid": "fbtest:doc:nope:main:0", "label": "positive"}, "unknown chunk_uid"),
         ({"chunk_uid": "KNOWN", "label": "maybe"}, "label"),
         ({"chunk_uid": "KNOWN", "preferred_over": "KNOWN"}, "itself"),
         ({"chunk_uid": "KNOWN", "label": "positive", "weight": 3}, "Unknown field"),
@@ -266,7 +265,7 @@ def test_a_full_interaction_can_be_submitted(api_client, user, hashed_corpus):
         {"interaction": {"query": "q", "retrieved": ["fbtest:doc:ghost:main:0"]}, "outcome": 1},
         format="json",
     )
-    assert bad.status_code == 400
+    assert bad.status_code == 404 and bad.json()["error"] == "unknown_chunk"  # like any unknown reference
     assert Interaction.objects.count() == 1
 
 
@@ -286,7 +285,7 @@ def test_clicks_record_rank_and_mark_the_source_opened(api_client, user, interac
         {"interaction_id": interaction.pk, "chunk_uid": uid("sourdough"), "rank": 1},
         format="json",
     )
-    assert not_shown.status_code == 400
+    assert not_shown.status_code == 409 and not_shown.json()["error"] == "not_a_result"
     assert (
         api_client.post(
             CLICK, {"interaction_id": interaction.pk, "chunk_uid": chunk, "rank": 0}, format="json"
@@ -294,3 +293,31 @@ def test_clicks_record_rank_and_mark_the_source_opened(api_client, user, interac
         == 400
     )
     assert ClickEvent.objects.count() == 1
+
+
+def test_feedback_on_a_chunk_that_was_not_a_result_is_a_409_and_nothing_is_written(api_client, user, interaction):
+    """Well-formed (the schema allows any chunk id) but not about this interaction's results."""
+    api_client.force_authenticate(user)
+    response = api_client.post(URL, {"interaction_id": interaction.pk, "outcome": -1, "judgments": [
+        {"chunk_uid": retrieved_uids(interaction)[1], "label": "negative"},
+        {"chunk_uid": "fbtest:doc:nope:main:0", "label": "positive"},
+    ]}, format="json")  # fmt: skip
+    assert response.status_code == 409 and response.json()["error"] == "not_a_result"
+    click = api_client.post(CLICK, {"interaction_id": interaction.pk, "chunk_uid": "fbtest:doc:nope:main:0", "rank": 1},
+                            format="json")  # fmt: skip
+    assert click.status_code == 409 and click.json()["error"] == "not_a_result"
+    interaction.refresh_from_db()
+    assert interaction.outcome is None
+    assert not Judgment.objects.exists() and not ClickEvent.objects.exists()
+
+
+def test_naming_the_interaction_both_ways_is_refused_by_the_schema_too(api_client, user, interaction):
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    assert schema["components"]["schemas"]["FeedbackInputRequest"]["oneOf"] == [
+        {"required": ["interaction_id"]}, {"required": ["interaction"]}
+    ]
+    api_client.force_authenticate(user)
+    response = api_client.post(URL, {"interaction_id": interaction.pk, "interaction": {"query": "q"}}, format="json")
+    assert response.status_code == 400

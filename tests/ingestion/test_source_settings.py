@@ -327,3 +327,13 @@ def test_admin_saves_validates_and_reapplies(client, django_user_model, local_em
     assert setting.key == DATABASE.replace("-", "") and setting.applied_at is not None
     assert set(Chunk.objects.values_list("visibility", flat=True)) == {"restricted"}
     assert chunk_search(query="Leo Catan board games", scope=Scope.for_user(other_user)).hits == []
+
+
+def test_a_public_delivery_naming_a_project_is_refused_as_invalid_access_not_widening(api_client, webhook, family):
+    response = deliver(api_client, visibility="public", project="family")
+    assert response.status_code == 400
+    body = response.json()
+    assert body["error"] == "invalid_access" and "only used with visibility 'restricted'" in body["detail"]
+    response = deliver(api_client, visibility="restricted", project="no-such-project")
+    assert response.status_code == 400 and response.json()["error"] == "unknown_project"
+    assert not NotionDelivery.objects.exists()

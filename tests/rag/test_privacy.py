@@ -192,3 +192,99 @@ def test_admin_shows_pii_level(client, alice_data, django_user_model):
     page = client.get("/admin/rag/chunk/?pii_level__exact=2").content.decode()
     assert "Pii level" in page or "PII level" in page
     assert "Reflection 1" in page and "Page p" not in page
+
+
+def test_forget_user_without_yes_and_without_a_terminal_says_so_and_changes_nothing(user, monkeypatch):
+    import io
+
+    from django.core.management.base import CommandError
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # a script or cron: stdin is no terminal
+    with pytest.raises(CommandError, match="no terminal to confirm on.*--yes"):
+        call_command("forget_user", "--username", "alice")
+    assert type(user).objects.filter(pk=user.pk).exists()
+
+
+VICTOR = "My name is Victor Victim, employee id VV-99887; what is a closure?"
+
+
+def rows_mentioning(word: str) -> list[str]:
+    """Every table.column of the database whose text (or JSON) holds ``word``: the search a
+    probe runs after forgetting someone."""
+    from django.db import connection
+
+    found = []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public'"
+            " AND data_type IN ('text', 'character varying', 'jsonb', 'json')"
+        )
+        for table, column in cursor.fetchall():
+            cursor.execute(f'SELECT count(*) FROM "{table}" WHERE "{column}"::text ILIKE %s', [f"%{word}%"])
+            if cursor.fetchone()[0]:
+                found.append(f"{table}.{column}")
+    return found
+
+
+@pytest.fixture
+def victor_words(user, staff_user, hashing_embedder):
+    """alice asks a question naming herself (with its embedding, a conversation and an ask
+    turn), comments on it, and a labeller judges a result of it; she contests a grade."""
+    from rag.models import Conversation
+
+    Conversation.objects.create(id="c-victor", user=user, title=VICTOR[:200])
+    interaction = Interaction.objects.create(
+        user=user, kind="ask", query=VICTOR, answer=f"You asked: {VICTOR}", comment="VV-99887 here, thanks",
+        filters={"conversation_id": "c-victor", "turn": {"subject": "Victor Victim VV-99887"},
+                 "collections": ["course_content"]},
+        query_embedding=hashing_embedder.embed_query(VICTOR), query_embedding_model=hashing_embedder.name,
+        retrieved=[{"chunk_uid": "course_content:page:p:main:0", "rank": 1}], outcome=1,
+    )  # fmt: skip
+    Judgment.objects.create(interaction=interaction, chunk_uid="course_content:page:p:main:0", label="positive",
+                            document_key="course_content:page:p", reason="Victor's question", labelled_by=staff_user)
+    ClickEvent.objects.create(interaction=interaction, chunk_uid="course_content:page:p:main:0", rank=1, user=user)
+    return interaction
+
+
+def test_forget_user_scrubs_what_they_typed_and_keeps_what_the_loop_counts(user, victor_words):
+    assert rows_mentioning("VV-99887")  # the probe finds the words before
+    call_command("forget_user", "--username", "alice", "--yes")
+    assert rows_mentioning("VV-99887") == [] and rows_mentioning("Victor Victim") == []
+    interaction = Interaction.objects.get(pk=victor_words.pk)
+    assert interaction.query == "" and interaction.query_embedding is None and interaction.user is None
+    # kept without naming anyone: kind, outcome, what was retrieved, the click, the label
+    assert interaction.kind == "ask" and interaction.outcome == 1
+    assert interaction.filters == {"collections": ["course_content"]}
+    assert interaction.retrieved == [{"chunk_uid": "course_content:page:p:main:0", "rank": 1}]
+    judgment = Judgment.objects.get(interaction=interaction)
+    assert (judgment.label, judgment.document_key, judgment.reason) == ("positive", "course_content:page:p", "")
+    assert ClickEvent.objects.get(interaction=interaction).rank == 1
+
+
+def test_a_forgotten_question_is_neither_tuned_on_nor_exported(user, victor_words, hashing_embedder):
+    from feedback.selectors import judgments_export_qrels, labelled_queries
+
+    call_command("forget_user", "--username", "alice", "--yes")
+    assert labelled_queries(embedder=hashing_embedder) == []
+    queries, qrels, _ = judgments_export_qrels(corpus="none")
+    assert queries == [] and qrels == []
+
+
+def test_export_user_prints_everything_they_typed_as_json(user, victor_words, alice_data, capsys):
+    call_command("export_user", "--username", "alice")
+    data = json.loads(capsys.readouterr().out)
+    assert data["user"]["username"] == "alice" and "password" not in json.dumps(data["user"])
+    assert VICTOR in [i["query"] for i in data["interactions"]]
+    assert [c["title"] for c in data["conversations"]] == [VICTOR[:200]]
+    assert {c["chunk_uid"] for c in data["private_chunks"]} == {
+        "user_sessions:session:1:artifact:0", "user_sessions:session:2:artifact:0"
+    }
+    assert data["clicks"] and data["judgments_made"][0]["reason"] == "alice says so"
+    assert data["learning_sessions"] == [] and "stored_documents" in data and "grade_contests" in data
+
+
+def test_export_user_of_someone_unknown_is_a_clear_error():
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="no user"):
+        call_command("export_user", "--username", "nobody")

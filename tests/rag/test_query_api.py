@@ -148,3 +148,25 @@ def test_unknown_collection_and_malformed_json(client, corpus):
 def test_odd_queries_answer_200(client, corpus, query):
     response = client.post(URL, {"query": query[:2000]}, format="json")
     assert response.status_code == 200
+
+
+def test_a_failing_interaction_log_is_a_warning_not_a_500(client, corpus, caplog):
+    """The audit log is refused by the database itself (a trigger raises on insert): the search
+    is still answered, with no interaction id, and the failure is logged as a warning."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION test_refuse_interaction() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'interaction log is read-only for this test'; END $$; "
+            f"CREATE TRIGGER test_refuse_interaction BEFORE INSERT ON {Interaction._meta.db_table} "
+            "FOR EACH ROW EXECUTE FUNCTION test_refuse_interaction()"
+        )
+    with caplog.at_level("WARNING", logger="rag.apis"):
+        response = client.post(URL, {"query": "How do closures capture variables?", "top_k": 3}, format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert len(body["results"]) == 3 and body["interaction_id"] is None
+    warning = next(r for r in caplog.records if r.name == "rag.apis")
+    assert warning.levelname == "WARNING" and "interaction log is read-only" in str(warning.exc_info[1])
+    assert not Interaction.objects.exists()

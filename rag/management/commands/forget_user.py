@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
@@ -29,10 +30,42 @@ class Command(BaseCommand):
         user = User.objects.filter(**lookup).first()
         if user is None:
             raise CommandError(f"no user with {lookup}")
-        if not yes and input(f"Forget user {user.get_username()!r} (id {user.pk}) for good? [y/N] ").lower() != "y":
+        if not yes and not _confirmed(f"Forget user {user.get_username()!r} (id {user.pk}) for good? [y/N] "):
             raise CommandError("aborted; nothing changed")
         result = user_forget(user=user).as_dict()
+        _vacuum()
         self.stdout.write(_dump(result) if json else ", ".join(f"{k}: {v}" for k, v in result.items()))
+
+
+# Tables whose rows held the user's words: an UPDATE or DELETE leaves the old row version on its
+# page until VACUUM removes it, and until then it can be read from the files.
+SCRUBBED_TABLES = ("feedback_interaction", "feedback_judgment", "feedback_judgmentlog", "feedback_gradecontest",
+                   "rag_chunk", "rag_chunkhistory", "rag_conversation", "learning_sessions_sessionevent")
+
+
+def _vacuum() -> None:
+    """VACUUM the tables the user's words were in (after the commit: VACUUM cannot run inside a
+    transaction, so a caller's own transaction skips it; autovacuum gets there later)."""
+    from django.db import connection
+
+    if connection.in_atomic_block:
+        return
+    with connection.cursor() as cursor:
+        for table in SCRUBBED_TABLES:
+            cursor.execute(f'VACUUM "{table}"')
+
+
+def _confirmed(prompt: str) -> bool:
+    """Ask on the terminal; with none (a script, cron, CI) there is no one to answer, so refuse
+    with what to do instead of failing on the closed input."""
+    if not sys.stdin or not sys.stdin.isatty():
+        raise CommandError(
+            "no terminal to confirm on: nothing changed. Run with --yes to forget the user without asking."
+        )
+    try:
+        return input(prompt).strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
 
 
 def _dump(obj) -> str:
