@@ -10,3 +10,8 @@ os.environ.setdefault("DJANGO_SECRET_KEY", "knowhub-test-suite-only-secret-01234
 os.environ.setdefault("KNOWHUB_HTTPS", "false")
 
 from knowhub.settings import *  # noqa: E402,F403
+
+# Wrong-credential counts are kept per address and every test request comes from 127.0.0.1: the
+# suite keeps them in this process (tests/conftest.py starts each test with none), never in Redis,
+# where one test's refused tokens would throttle the next test's right ones.
+CACHES["throttle"] = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}  # noqa: F405

@@ -69,6 +69,14 @@ class HashingEmbedder:
         return self._vec(text)
 
 
+@pytest.fixture(autouse=True)
+def _no_wrong_credentials_counted_yet():
+    """Each test starts with no wrong-credential counts for 127.0.0.1 (knowhub.throttling)."""
+    from django.core.cache import caches
+
+    caches["throttle"].clear()
+
+
 @pytest.fixture
 def hashing_embedder():
     return HashingEmbedder()

@@ -25,7 +25,16 @@ _HOW_MANY_RE = re.compile(
     r"|proportion|number|amount|size|population)\b)",
     re.I,
 )
-_TIME_RE = re.compile(rf"\b(?:1\d{{3}}|20\d{{2}}|\d{{1,4}}s|{_MONTHS}|centur(?:y|ies)|\d+(?:st|nd|rd|th))\b", re.I)
+# A time of day or of the week answers "when" as well as a date does: a handbook says "the cellar is
+# locked at nine in the evening", "the ferry leaves at 7:30", "backups run every Sunday".
+_CLOCK = (
+    r"\d{1,2}[:.h]\d{2}|\d{1,2}\s?(?:am|pm|a\.m\.|p\.m\.)|o'clock|noon|midnight|midday|dawn|dusk|sunrise|sunset"
+    r"|morning|afternoon|evening|night|tonight|today|tomorrow|yesterday|daily|weekly|monthly|yearly|annually"
+    r"|hourly|weekend|weekday|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|spring|summer|autumn|winter"
+)
+_TIME_RE = re.compile(
+    rf"\b(?:1\d{{3}}|20\d{{2}}|\d{{1,4}}s|{_MONTHS}|centur(?:y|ies)|\d+(?:st|nd|rd|th)|{_CLOCK})\b", re.I
+)
 _NUMBER_RE = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred"
     r"|thousand|million|billion|dozen|half|several|few|many|most|all|none)\b",

@@ -10,6 +10,7 @@ import pytest
 
 from ingestion import services
 from ingestion.models import IngestRun, NotionDelivery, SourceRoot, SourceState
+from ingestion.sources.notion.pages import canonical_page_id
 from ingestion.tasks import run_reindex
 from rag.models import Chunk
 from tests.conftest import wait_for
@@ -95,7 +96,8 @@ def test_workers_ingesting_the_same_sources_at_once_make_one_result(
 
     # Each pushed page shows its newest version, once.
     for page_id in PAGES:
-        chunks = list(Chunk.objects.filter(collection="notion", source_id__in=[page_id], deleted_at__isnull=True))
+        stored_id = canonical_page_id(page_id)  # ids are kept as Notion's API writes them (dashed)
+        chunks = list(Chunk.objects.filter(collection="notion", source_id=stored_id, deleted_at__isnull=True))
         assert chunks, page_id
         assert {c.content.split(":")[0] for c in chunks} == {f"Version {VERSIONS} of page {page_id[-1]}"}
     uids = list(Chunk.objects.values_list("chunk_uid", flat=True))

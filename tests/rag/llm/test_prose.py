@@ -17,6 +17,10 @@ def test_a_name_the_sources_never_mention_is_reported():
 def test_when_and_how_many_want_a_date_and_a_number():
     assert expected_form_missing("When did the crisis begin?", ["The crisis began after the embargo."])
     assert not expected_form_missing("When did the crisis begin?", ["The crisis began in October 1973."])
+    # a time of day or of the week is an answer to "when" too (handbooks and timetables)
+    assert not expected_form_missing("When is the bicycle cellar locked?", ["It is locked at nine in the evening."])
+    assert not expected_form_missing("when do the boats leave", ["The first ferry leaves at 7:30."])
+    assert not expected_form_missing("When are backups run?", ["Backups run every Sunday."])
     assert expected_form_missing("How many analysts joined?", ["Analysts joined the pilot."])
     assert not expected_form_missing("How many analysts joined?", ["Five analysts joined the pilot."])
     assert not expected_form_missing("Who joined?", ["Analysts joined the pilot."])
