@@ -34,6 +34,7 @@ def test_a_new_operator_labels_fits_activates_and_reindexes_from_the_admin(
     browser, live_server, django_user_model, local_embedder, monkeypatch, tmp_path  # noqa: F811
 ):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
     from feedback.models import Judgment, RankingConfig
@@ -75,7 +76,10 @@ def test_a_new_operator_labels_fits_activates_and_reindexes_from_the_admin(
         browser.find_element(By.CSS_SELECTOR, "input[name=label__1][value=negative]").click()
         if n == 0:
             _shot(browser, tmp_path, "operator-3-labelling")
-        browser.find_element(By.NAME, "_label_next").click()
+        button = browser.find_element(By.NAME, "_label_next")
+        button.click()
+        # The next page says "Labels saved" too: wait for this one to go before reading it.
+        wait.until(EC.staleness_of(button))
         wait.until(lambda d: "Labels saved" in d.page_source)
     assert Judgment.objects.filter(preferred_over="").values("interaction").distinct().count() == 3
     assert Judgment.objects.filter(label="positive").count() == 3
