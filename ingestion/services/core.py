@@ -207,6 +207,12 @@ class Running:
         return False
 
 
+def source_lock_key(*name: str) -> str:
+    """The advisory-lock key of one source route; a transaction may take the same lock
+    (``pg_advisory_xact_lock``) for a short write that must not interleave with a sync."""
+    return "\x1f".join(("knowhub-ingest", *name))
+
+
 @contextmanager
 def source_lock(*name: str):
     """Hold the lock of one source route (a folder, a Notion page) while syncing it.
@@ -217,7 +223,7 @@ def source_lock(*name: str):
     finds the first one's work done. A PostgreSQL advisory lock at session level, because a sync
     spans many transactions; a process that dies releases it with its connection. The per-source
     transaction lock of ``chunk_upsert`` is taken inside it, never the other way round."""
-    key = "\x1f".join(("knowhub-ingest", *name))
+    key = source_lock_key(*name)
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", [key])
     try:

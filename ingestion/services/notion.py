@@ -28,6 +28,8 @@ from ingestion.services.core import (
     RunRecorder,
     index_documents,
     run_or_create,
+    source_lock,
+    source_lock_key,
     sources_remove,
     this_worker,
 )
@@ -53,9 +55,12 @@ class DeliveryReceipt:
 
 def _lock_page(page_id: str) -> None:
     """Serialise the inbox per page (held until the transaction ends): what "the page's latest
-    delivery" is must not change while a delivery is received or applied."""
+    delivery" is must not change while a delivery is received. The same lock as the page's
+    ``source_lock``, which applying and re-indexing hold."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"notion-delivery\x1f{page_id}"])
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [source_lock_key("notion_page", page_id)]
+        )
 
 
 def notion_delivery_receive(
@@ -147,10 +152,10 @@ def notion_delivery_process(
         delivery.attempts += 1
         delivery.save(update_fields=["status", "attempts", "updated_at"])
     try:
-        with transaction.atomic():
-            # One page at a time, across workers: what "the page's latest delivery" is must not
-            # change while this one is applied.
-            _lock_page(delivery.page_id)
+        # One page at a time, across workers: what "the page's latest delivery" is must not change
+        # while this one is applied. A session lock, not a transaction: indexing spans several
+        # transactions, and a keyword-index rebuild it may start waits for open ones.
+        with source_lock("notion_page", delivery.page_id):
             if _newer_applied(delivery):
                 error, delivery.result = "", {"superseded": True}
             else:
@@ -222,8 +227,7 @@ def notion_deliveries_reindex(
 
     for page_id in [d.page_id for d in _latest_deliveries(since)]:
         recorder.count(sources=1, total=1)
-        with transaction.atomic():
-            _lock_page(page_id)  # a delivery a worker applies meanwhile is not overwritten by an older one
+        with source_lock("notion_page", page_id):  # not overwritten by an older delivery meanwhile
             latest = _latest_deliveries(since, page_id=page_id)
             if not latest:  # deleted meanwhile
                 continue
