@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 
 from knowhub import replicas
 from rag.acl import Scope
@@ -750,6 +750,15 @@ def check_bm25_index(*, force: bool = False) -> bool:
                     "pg_textsearch: the bm25 index counts %s documents for %s chunks (%s); rebuilding it",
                     documents, rows, reason,
                 )  # fmt: skip
+                if connection.in_atomic_block and not _chunks_held_still(cursor):
+                    # Others are writing chunks: a plain REINDEX would wait for them while holding
+                    # pg_textsearch's index lock, which their inserts wait for (neither ever moves).
+                    # Rebuild once this transaction is over, concurrently.
+                    from rag.tasks import check_bm25_index as check_task
+
+                    logger.warning("pg_textsearch: chunks are being written; the rebuild is queued")
+                    transaction.on_commit(check_task.delay, robust=True)
+                    return False
                 concurrently = "" if connection.in_atomic_block else "CONCURRENTLY "
                 started_at = time.perf_counter()
                 cursor.execute(f"REINDEX INDEX {concurrently}{BM25_INDEX}")
@@ -758,6 +767,23 @@ def check_bm25_index(*, force: bool = False) -> bool:
             cursor.execute("SELECT pg_advisory_unlock(%s)", [_REPAIR_LOCK])
     _checked_servers[connection.alias] = started
     return bool(reason)
+
+
+def _chunks_held_still(cursor, wait_seconds: float = 2.0) -> bool:
+    """Take the chunk table's SHARE lock (no writes until this transaction ends) unless writers
+    hold it past ``wait_seconds``; True when held. Inside a savepoint, so a timeout leaves the
+    caller's transaction usable."""
+    cursor.execute("SELECT current_setting('lock_timeout')")
+    previous = cursor.fetchone()[0]
+    try:
+        with transaction.atomic():
+            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{int(wait_seconds * 1000)}ms"])
+            cursor.execute("LOCK TABLE rag_chunk IN SHARE MODE")
+    except OperationalError:
+        return False
+    finally:
+        cursor.execute("SELECT set_config('lock_timeout', %s, true)", [previous])
+    return True
 
 
 def ensure_backend() -> TextBackend:
