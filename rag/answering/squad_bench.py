@@ -58,9 +58,11 @@ def squad_questions(root: Path) -> list[ArticleQuestion]:
     return out
 
 
-def sample(questions: list, every: int) -> list:
-    """Every ``every``-th question (deterministic), for a quicker run."""
-    return questions[:: max(1, every)]
+def sample(questions: list, every: int, offset: int = 0) -> list:
+    """Every ``every``-th question from ``offset`` (deterministic), for a quicker run; offsets
+    apart give disjoint samples (one to tune on, another held out)."""
+    every = max(1, every)
+    return questions[offset % every :: every]
 
 
 def normalise(text: str) -> str:

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from rag.llm.base import Completion, LLMError
 from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, ContextSource, parse_stated, parse_user_prompt
-from rag.llm.prose import expected_form_missing, unmentioned_names
+from rag.llm.prose import expected_form_missing, has_expected_form, negation_unmet, unmentioned_names
 from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitations, role names
     SPEAKER_RE,
     agenda_lead,
@@ -222,6 +222,7 @@ class ExtractiveLLM:
         centrality_weight: float = 0.3,
         question_penalty: float = 0.3,
         reply_weight: float = 0.8,
+        form_bonus: float = 0.1,
     ):
         self._embedder = embedder
         self.max_sentences = max_sentences
@@ -245,6 +246,7 @@ class ExtractiveLLM:
         self.centrality_weight = centrality_weight
         self.question_penalty = question_penalty
         self.reply_weight = reply_weight
+        self.form_bonus = form_bonus
 
     @property
     def embedder(self):
@@ -309,6 +311,7 @@ class ExtractiveLLM:
             self.embedder, [f"{c.source.title}: {c.text}" if c.source.title else c.text for c in candidates]
         )
         central = _centrality(vecs)
+        prose = not any(c.speaker for c in candidates)
         for cand, vec, centre in zip(candidates, vecs, central, strict=True):
             cand.similarity = _dot(q_vec, vec)
             # The sources come ranked by their whole evidence (several chunks, a meeting's
@@ -316,6 +319,9 @@ class ExtractiveLLM:
             # closeness: QMSum validation, citations from the question's meeting 61% at 0.1,
             # 71% at 0.5 (fit half 57% -> 70%, held-out 65% -> 73%).
             cand.relevance = 0.65 * cand.similarity + 0.25 * cand.overlap
+            if prose and self.form_bonus and has_expected_form(question, cand.text):
+                # "When…?" is answered by the sentence with a date, "who…?" by one with a name.
+                cand.relevance += self.form_bonus
             # What the sources as a whole talk about (a sentence close to the others) sums up a
             # discussion better than a stray sentence that happens to echo the question's words
             # (and a question asked in the sources is penalised below). QMSum validation ROUGE-L
@@ -342,7 +348,6 @@ class ExtractiveLLM:
         on_agenda = any(src.agenda for src in sources)
         if not self._relevant(candidates, q_terms) and not narrowed and not on_agenda:
             return [], best_similarity
-        prose = not any(c.speaker for c in candidates)
         if prose and not narrowed and unmentioned_names(question, " ".join(f"{s.title} {s.text}" for s in sources)):
             return [], best_similarity  # it names something the sources never mention
         more = any(phrase.startswith(STATED_MORE_ABOUT) for phrase in stated or [])
@@ -351,9 +356,28 @@ class ExtractiveLLM:
         whole = wants_all(q_terms)
         floor_ratio = self.more_floor_ratio if more or whole else self.floor_ratio
         chosen = self._choose(candidates, vecs, floor_ratio=floor_ratio, whole=whole)
-        if prose and not narrowed and expected_form_missing(question, [c.text for c in chosen]):
-            return [], best_similarity  # "when…?" answered by no date, "how many…?" by no number
+        if prose and not narrowed and chosen and self._answers_otherwise(question, chosen):
+            return [], best_similarity
         return chosen, best_similarity
+
+    @staticmethod
+    def _answers_otherwise(question: str, chosen: list[Sentence]) -> bool:
+        """The chosen sentences are about the question's subject but answer another question:
+        "when…?" answered by no date, "how many…?" by no number, "what did not…?" by sentences
+        that negate nothing, or a name of the question that the documents quoted never mention
+        (the sources hold it elsewhere, about something else: "sanctions Canada directed at Iran"
+        answered from a page on the US's)."""
+        texts = [c.text for c in chosen]
+        if expected_form_missing(question, texts) or negation_unmet(question, texts):
+            return True
+        quoted = {c.source.n: f"{c.source.title} {c.source.text}" for c in chosen}
+        if unmentioned_names(question, " ".join(quoted.values())):
+            return True
+        # A name (not a figure) of the question that no quoted sentence, nor its page's title,
+        # says: the sentences are about something else of the same page.
+        titles = " ".join({c.source.title for c in chosen})
+        said = " ".join([titles, *texts])
+        return any(not w[0].isdigit() for w in unmentioned_names(question, said))
 
     def _relevant(self, candidates: list[Sentence], q_terms: set[str]) -> bool:
         """Whether any candidate answers the question rather than merely sharing its topic.

@@ -8,6 +8,7 @@ is looser ("the thing we said last week"), so transcripts are left to ``rag.llm.
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
 
@@ -40,6 +41,8 @@ _NUMBER_RE = re.compile(
     r"|thousand|million|billion|dozen|half|several|few|many|most|all|none)\b",
     re.I,
 )
+_WHO_RE = re.compile(r"^\s*(?:who|whom|whose)\b", re.I)
+_NEGATION_RE = re.compile(r"\b(?:not|never|no|none|nor|without|neither)\b|n['’]t\b", re.I)
 _NAME_RE = re.compile(r"\b(?:[A-Z][\w'’.-]*[A-Za-z]|\d{3,4})\b")
 
 
@@ -51,6 +54,24 @@ def expected_form_missing(question: str, sentences: list[str]) -> bool:
     if _HOW_MANY_RE.search(question):
         return not _NUMBER_RE.search(text)
     return False
+
+
+def has_expected_form(question: str, sentence: str) -> bool:
+    """The sentence holds what the question's form asks for: a time for "when", a number for
+    "how many", a name for "who" (False when the question asks for no particular form)."""
+    if _WHEN_RE.search(question):
+        return bool(_TIME_RE.search(sentence))
+    if _HOW_MANY_RE.search(question):
+        return bool(_NUMBER_RE.search(sentence))
+    if _WHO_RE.search(question):
+        return bool(_NAME_RE.search(sentence[1:]))
+    return False
+
+
+def negation_unmet(question: str, sentences: list[str]) -> bool:
+    """The question asks what did *not* happen ("who did not sign…", "what wasn't…") and no quoted
+    sentence says anything in the negative: quoting what did happen would answer the opposite."""
+    return bool(_NEGATION_RE.search(question)) and not any(_NEGATION_RE.search(s) for s in sentences)
 
 
 def unmentioned_names(question: str, sources_text: str) -> list[str]:
@@ -72,8 +93,14 @@ def unmentioned_names(question: str, sources_text: str) -> list[str]:
         stem = low[:-2] if low.endswith(("'s", "’s")) else low
         if re.search(rf"(?<![\w]){re.escape(stem)}", said) or (len(stem) >= 5 and stem[:5] in starts):
             continue
+        if len(stem) >= 5 and difflib.get_close_matches(stem, words_said(said), n=1, cutoff=0.8):
+            continue  # misspelt: "Celeron" for "Céloron", "Groner" for "Groener"
         missing.append(word)
     return missing
+
+
+def words_said(folded: str) -> list[str]:
+    return list({w for w in re.findall(r"[a-z0-9]+", folded) if len(w) >= 4})
 
 
 def _fold(text: str) -> str:

@@ -43,6 +43,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--every", type=int, default=1, help="Articles: ask every Nth question only (a quicker, still even run)."
         )
+        parser.add_argument(
+            "--offset", type=int, default=0,
+            help="Articles, with --every: start at this question (--every 6 --offset 3 is disjoint from offset 0).",
+        )  # fmt: skip
         parser.add_argument("--model", default=None, help="A model id (default: the configured one).")
         parser.add_argument(
             "--offtopic", type=Path, default=answer_bench.DEFAULT_OFFTOPIC, help="Unanswerable questions, one a line."
@@ -98,7 +102,7 @@ class Command(BaseCommand):
         from ingestion.services import IngestError, ingest_document_paths
 
         collection = opts["collection"] or "squad"
-        questions = squad_bench.sample(squad_bench.squad_questions(root), opts["every"])
+        questions = squad_bench.sample(squad_bench.squad_questions(root), opts["every"], opts["offset"])
         if opts["limit"]:
             questions = questions[: opts["limit"]]
         if not questions:

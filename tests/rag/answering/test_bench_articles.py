@@ -9,7 +9,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from rag.answering.squad_bench import SentenceBM25, found, squad_figures
+from rag.answering.squad_bench import SentenceBM25, found, sample, squad_figures
 
 pytestmark = pytest.mark.django_db(transaction=False)
 
@@ -65,3 +65,9 @@ def test_answer_matching_and_the_peer():
     assert figures["answer_found"] == 0.5 and figures["peer_answer_found"] == 0.5
     assert figures["right_article_cited"] == 1.0 and figures["answerable_refused"] == 0.5
     assert figures["unanswerable_refused"] == 1.0
+
+
+def test_samples_at_two_offsets_are_disjoint_halves_of_a_third():
+    questions = list(range(24))
+    tuned, held_out = sample(questions, 6), sample(questions, 6, 3)
+    assert tuned == [0, 6, 12, 18] and held_out == [3, 9, 15, 21] and not set(tuned) & set(held_out)

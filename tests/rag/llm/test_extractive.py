@@ -70,6 +70,35 @@ def test_says_plainly_when_nothing_is_relevant(local_embedder):
     assert empty.startswith("I found nothing relevant")
 
 
+ARTICLE = [
+    ContextSource(
+        n=1, title="Sanctions",
+        text=(
+            "The United States imposed sanctions on Iran in 1979 after the hostage crisis. "
+            "The US sanctions banned most trade and froze Iranian assets held in American banks."
+        ),
+    ),
+    ContextSource(n=2, title="Cities", text="Toronto is the largest city of Canada, home to six million people."),
+]  # fmt: skip
+
+
+def test_prose_refuses_a_quote_about_another_subject_or_the_opposite(local_embedder):
+    _, text = run("What sanctions did the United States impose on Iran?", sources=ARTICLE)
+    assert "[1]" in text and "banned most trade" in text
+    # the sources name Canada, but not where they speak of sanctions
+    _, text = run("What sanctions has Canada directed at Iran?", sources=ARTICLE)
+    assert "[1]" not in text and text.startswith("I found nothing relevant")
+    # the sources say what the US did, never what it did not
+    _, text = run("What sanctions did the United States not impose on Iran?", sources=ARTICLE)
+    assert "[1]" not in text and text.startswith("I found nothing relevant")
+
+
+def test_a_when_question_is_answered_by_the_sentence_with_a_date(local_embedder):
+    llm = ExtractiveLLM()
+    chosen, _ = llm.select(question="When did the United States impose sanctions on Iran?", sources=ARTICLE)
+    assert chosen and "1979" in chosen[0].text
+
+
 def test_tell_me_more_does_not_repeat_what_was_said(local_embedder):
     _, first = run("What is a closure in JavaScript?")
     history = [{"role": "user", "content": "What is a closure in JavaScript?"}, {"role": "assistant", "content": first}]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag.llm.prose import expected_form_missing, unmentioned_names
+from rag.llm.prose import expected_form_missing, has_expected_form, negation_unmet, unmentioned_names
 
 
 def test_a_name_the_sources_never_mention_is_reported():
@@ -12,6 +12,9 @@ def test_a_name_the_sources_never_mention_is_reported():
     # a sentence's first word, accents and a name spelt a little differently are not "missing"
     assert unmentioned_names("Where did Kucukdeveci work?", text) == []
     assert unmentioned_names("Sicily has which volcano?", text) == []
+    # misspelt within its first letters ("Kucokdeveci"), still the same name; another name is not
+    assert unmentioned_names("Where did Kucokdeveci work?", text) == []
+    assert unmentioned_names("Where did Kowalski work?", text) == ["Kowalski"]
 
 
 def test_when_and_how_many_want_a_date_and_a_number():
@@ -24,3 +27,19 @@ def test_when_and_how_many_want_a_date_and_a_number():
     assert expected_form_missing("How many analysts joined?", ["Analysts joined the pilot."])
     assert not expected_form_missing("How many analysts joined?", ["Five analysts joined the pilot."])
     assert not expected_form_missing("Who joined?", ["Analysts joined the pilot."])
+
+
+def test_a_sentence_holding_the_asked_form_is_told_apart():
+    assert has_expected_form("When did the crisis begin?", "The crisis began in October 1973.")
+    assert not has_expected_form("When did the crisis begin?", "The crisis began after the embargo.")
+    assert has_expected_form("How many analysts joined?", "Five analysts joined the pilot.")
+    assert has_expected_form("Who signed the treaty?", "The treaty was signed by Nixon.")
+    assert not has_expected_form("Who signed the treaty?", "The treaty was signed by the envoy.")
+    assert not has_expected_form("What does the treaty say?", "The treaty was signed in 1973.")
+
+
+def test_a_negated_question_wants_a_sentence_that_negates():
+    assert negation_unmet("Who did not sign the treaty?", ["Nixon signed the treaty."])
+    assert negation_unmet("What wasn't in Loudoun's plans?", ["Loudoun planned three expeditions."])
+    assert not negation_unmet("Who did not sign the treaty?", ["Norway did not sign the treaty."])
+    assert not negation_unmet("Who signed the treaty?", ["Nixon signed the treaty."])
