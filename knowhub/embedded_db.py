@@ -167,10 +167,16 @@ def _init_pgdata(pgdata: Path) -> None:
     import pgserver
 
     pgdata.mkdir(parents=True, exist_ok=True)
-    pgserver.PostgresServer(pgdata, cleanup_mode=None).ensure_pgdata_inited()
+    # pgserver's constructor runs initdb and starts the server in one step, so the new server
+    # is running on PostgreSQL's defaults (128 MB of shared buffers) at this point: write the
+    # tuning, then stop it, so that the start that follows reads them.
+    server = pgserver.PostgresServer(pgdata, cleanup_mode=None)
     with open(pgdata / "postgresql.conf", "a") as conf:
         conf.write(TUNING)
+    write_memory_conf(pgdata)
     (pgdata / MARKER).write_text(SERVER_PACKAGE + "\n")
+    _stop_server(server)
+    type(server)._instances.pop(pgdata, None)
 
 
 def database_url(base_dir: Path) -> str:

@@ -35,3 +35,21 @@ def test_the_conf_is_rewritten_and_included_once(tmp_path, monkeypatch):
     assert conf.count("include_if_exists = 'knowhub.conf'") == 1
     assert conf.index("shared_buffers = 1GB") < conf.index("include_if_exists")  # included last: it wins
     assert "shared_buffers = '3GB'" in (tmp_path / "knowhub.conf").read_text()
+
+
+def test_a_new_server_starts_with_the_machines_settings(tmp_path, monkeypatch):
+    """pgserver starts a server the moment it initialises it; the tuning written after that must
+    still be what the running server uses, not PostgreSQL's 128 MB default."""
+    import psycopg
+
+    pgdata = tmp_path / "pgdata"
+    monkeypatch.setenv("KNOWHUB_PGDATA", str(pgdata))
+    monkeypatch.setenv("KNOWHUB_PG_SHARED_BUFFERS", "192MB")
+    server = embedded_db.get_server(tmp_path)
+    try:
+        uri = server.get_postmaster_info().get_uri(database="postgres")
+        with psycopg.connect(uri, autocommit=True) as conn:
+            assert conn.execute("SHOW shared_buffers").fetchone()[0] == "192MB"
+            assert conn.execute("SHOW jit").fetchone()[0] == "off"  # the fixed tuning too
+    finally:
+        embedded_db._stop_server(server)
