@@ -56,7 +56,7 @@ VECTOR_INDEXES = {
         "CREATE INDEX IF NOT EXISTS chunk_embedding_diskann ON rag_chunk USING diskann (embedding vector_cosine_ops)",
     ),
 }
-COPY_BATCH = 50_000
+COPY_BATCH = 10_000  # rows a loader sends in one COPY (and one transaction)
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])")
 
 
@@ -210,6 +210,20 @@ def use_vector_index(kind: str, *, memory: str = "2GB", workers: int | None = No
         return time.perf_counter() - t0
 
 
+GRAPH_BYTES_PER_ROW = 2560  # an HNSW element in memory while building: the vector, its neighbours, bookkeeping
+
+
+def build_memory_for(rows: int) -> str:
+    """maintenance_work_mem for building the indexes over ``rows``: enough for the HNSW graph to
+    stay in memory (past it, pgvector inserts the rest one by one on disk, several times slower),
+    at least 1 GB, at most a third of the machine's RAM."""
+    from knowhub.embedded_db import _ram_bytes
+
+    wanted = rows * GRAPH_BYTES_PER_ROW
+    mb = max(1024, min(wanted, _ram_bytes() // 3) // 2**20)
+    return f"{mb}MB"
+
+
 def vector_index_size() -> str:
     """The current vector index's size on disk, e.g. "152 MB" ("" without one)."""
     kind = vector_index_kind()
@@ -239,11 +253,13 @@ def build_corpus(
     embed_sentences: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
     vector_index: str = "hnsw",
-    build_memory: str = "2GB",
+    build_memory: str = "auto",
 ) -> BenchCorpus:
     """Make collection ``bench`` hold exactly ``n`` recombined chunks (reused when it does),
     searched through ``vector_index`` (built, or switched to, when missing)."""
     started = time.perf_counter()
+    if build_memory == "auto":
+        build_memory = build_memory_for(n)
     have = existing_chunks()
     sentences, titles, docs = read_sentences(corpus)
     if have == n and not rebuild:
@@ -261,7 +277,6 @@ def build_corpus(
         progress=(lambda k: progress("embed sentences", k, len(sentences))) if progress else None,
     )
 
-    rng = random.Random(20240607)
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM rag_chunk WHERE collection = %s", [COLLECTION])
     big = n >= HNSW_REBUILD_ABOVE
@@ -276,50 +291,11 @@ def build_corpus(
             stat_triggers = text_search.triggers_present(cursor)
             if stat_triggers:  # SQL backend: one statistics rebuild at the end instead
                 cursor.execute("ALTER TABLE rag_chunk DISABLE TRIGGER rag_chunk_term_stat_insert")
-    columns = (
-        "chunk_uid, collection, source_type, source_id, unit_anchor, chunk_idx, title, breadcrumb, url, content, "
-        "content_hash, embedding, embedding_model, domain, concepts, mnemonic_tags, code_languages, has_image, "
-        "pii_level, author_hash, date, metadata, visibility, project_id, owner_hash, created_at, updated_at"
-    )
-    base_date = dt.date(2020, 1, 1)
-    now = dt.datetime.now(dt.UTC)
-    written = 0
-    while written < n:
-        count = min(COPY_BATCH, n - written)
-        with (
-            transaction.atomic(),
-            connection.cursor() as cursor,
-            cursor.copy(f"COPY rag_chunk ({columns}) FROM STDIN") as copy,
-        ):
-            for i in range(written, written + count):
-                home = rng.randrange(len(docs))
-                own = docs[home]
-                k_own = rng.randint(1, min(3, len(own)))
-                start = rng.randrange(len(own) - k_own + 1)
-                ids = own[start : start + k_own]
-                for _ in range(max(2, rng.randint(3, 6) - k_own)):  # never one source's vector alone
-                    other = docs[rng.randrange(len(docs))]
-                    ids.append(other[rng.randrange(len(other))])
-                text = " ".join(sentences[j] for j in ids)
-                vec = vectors[ids].mean(axis=0)
-                vec /= np.linalg.norm(vec) or 1.0
-                domain = SELECTIVE_DOMAIN if rng.random() < 0.01 else DOMAINS[home % len(DOMAINS)]
-                restricted = rng.random() < 0.1
-                copy.write_row(
-                    (
-                        f"{COLLECTION}:{SOURCE_TYPE}:{i}:s:0", COLLECTION, SOURCE_TYPE, str(i), "s", 0,
-                        titles[home], f"Bench › {domain}", "", text,
-                        hashlib.sha256(f"{titles[home]}\n{text}".encode()).hexdigest(), _vector_text(vec),
-                        embedder.name, domain, "{}", "{}", "{python}" if rng.random() < 0.05 else "{}",
-                        rng.random() < 0.1, 0, "", base_date + dt.timedelta(days=rng.randrange(5 * 365)),
-                        json.dumps({"bench": True, "home": home, "vectors": how}),
-                        "restricted" if restricted else "public",
-                        project.pk if restricted else None, "", now, now,
-                    )
-                )  # fmt: skip
-        written += count
-        if progress:
-            progress("load chunks", count, n)
+    plan = _LoadPlan(
+        sentences=sentences, titles=titles, docs=docs, vectors=vectors, how=how, model=embedder.name,
+        project_id=project.pk, now=dt.datetime.now(dt.UTC),
+    )  # fmt: skip
+    _load_rows(n, plan, progress=progress)
     hnsw_s = text_s = 0.0
     if big:
         # Loaded first, indexed after, each index built with parallel workers.
@@ -328,14 +304,16 @@ def build_corpus(
         with connection.cursor() as cursor:
             cursor.execute(f"SET maintenance_work_mem = '{build_memory}'")
             cursor.execute(f"SET max_parallel_maintenance_workers = {build_workers()}")
-            cursor.execute("CREATE INDEX IF NOT EXISTS chunk_tsv_gin ON rag_chunk USING gin (tsv)")
-            if stat_triggers:
-                cursor.execute("ALTER TABLE rag_chunk ENABLE TRIGGER rag_chunk_term_stat_insert")
-                term_stats.rebuild()
-            cursor.execute("RESET maintenance_work_mem")
-            cursor.execute("RESET max_parallel_maintenance_workers")
-        text_search.reset()
-        text_search.ensure_backend()  # pg_textsearch: rebuilds its bm25 index over the loaded rows
+            try:
+                cursor.execute("CREATE INDEX IF NOT EXISTS chunk_tsv_gin ON rag_chunk USING gin (tsv)")
+                if stat_triggers:
+                    cursor.execute("ALTER TABLE rag_chunk ENABLE TRIGGER rag_chunk_term_stat_insert")
+                    term_stats.rebuild()
+                text_search.reset()
+                text_search.ensure_backend()  # pg_textsearch: builds its bm25 index over the loaded rows
+            finally:
+                cursor.execute("RESET maintenance_work_mem")
+                cursor.execute("RESET max_parallel_maintenance_workers")
         text_s = time.perf_counter() - t0
     else:
         hnsw_s = use_vector_index(vector_index, memory=build_memory)
@@ -348,6 +326,129 @@ def build_corpus(
         chunks=n, built=True, build_seconds=time.perf_counter() - started, sentences=len(sentences),
         hnsw_seconds=hnsw_s, text_index_seconds=text_s, vectors=how, vector_index=vector_index,
     )
+
+
+LOAD_COLUMNS = (
+    "chunk_uid", "collection", "source_type", "source_id", "unit_anchor", "chunk_idx", "title", "breadcrumb", "url",
+    "content", "content_hash", "embedding", "embedding_model", "domain", "concepts", "mnemonic_tags",
+    "code_languages", "has_image", "pii_level", "author_hash", "date", "metadata", "visibility", "project_id",
+    "owner_hash", "created_at", "updated_at",
+)  # fmt: skip
+# Binary COPY: vectors go as float4 arrays, never formatted as text and parsed back.
+LOAD_TYPES = (
+    "varchar", "varchar", "varchar", "varchar", "varchar", "int4", "varchar", "varchar", "varchar",
+    "text", "varchar", "vector", "varchar", "varchar", "varchar[]", "varchar[]",
+    "varchar[]", "bool", "int2", "varchar", "date", "jsonb", "varchar", "int8",
+    "varchar", "timestamptz", "timestamptz",
+)  # fmt: skip
+SEED = 20240607
+
+
+@dataclass
+class _LoadPlan:
+    """What every loader process needs to make its rows (inherited when the loaders fork)."""
+
+    sentences: list[str]
+    titles: list[str]
+    docs: list[list[int]]
+    vectors: np.ndarray
+    how: str
+    model: str
+    project_id: int
+    now: dt.datetime
+
+
+def _batch_rows(plan: _LoadPlan, batch: int, start: int, count: int):
+    """The rows ``start … start + count - 1``; seeded by the batch, so any process makes the same
+    rows for it and a build is the same whichever loader took which batch."""
+    from psycopg.types.json import Jsonb
+
+    rng = random.Random(f"{SEED}:{batch}")
+    docs, sentences = plan.docs, plan.sentences
+    base_date = dt.date(2020, 1, 1)
+    for i in range(start, start + count):
+        home = rng.randrange(len(docs))
+        own = docs[home]
+        k_own = rng.randint(1, min(3, len(own)))
+        first = rng.randrange(len(own) - k_own + 1)
+        ids = own[first : first + k_own]
+        for _ in range(max(2, rng.randint(3, 6) - k_own)):  # never one source's vector alone
+            other = docs[rng.randrange(len(docs))]
+            ids.append(other[rng.randrange(len(other))])
+        text = " ".join(sentences[j] for j in ids)
+        vec = plan.vectors[ids].mean(axis=0)
+        vec /= np.linalg.norm(vec) or 1.0
+        domain = SELECTIVE_DOMAIN if rng.random() < 0.01 else DOMAINS[home % len(DOMAINS)]
+        restricted = rng.random() < 0.1
+        title = plan.titles[home]
+        yield (
+            f"{COLLECTION}:{SOURCE_TYPE}:{i}:s:0", COLLECTION, SOURCE_TYPE, str(i), "s", 0,
+            title, f"Bench › {domain}", "", text,
+            hashlib.sha256(f"{title}\n{text}".encode()).hexdigest(), vec.astype(np.float32),
+            plan.model, domain, [], [], ["python"] if rng.random() < 0.05 else [],
+            rng.random() < 0.1, 0, "", base_date + dt.timedelta(days=rng.randrange(5 * 365)),
+            Jsonb({"bench": True, "home": home, "vectors": plan.how}),
+            "restricted" if restricted else "public",
+            plan.project_id if restricted else None, "", plan.now, plan.now,
+        )  # fmt: skip
+
+
+_loader: dict = {}  # per loader process: its connection and the plan
+
+
+def _loader_start(params: dict, plan: _LoadPlan) -> None:
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    conn = psycopg.connect(**params)
+    register_vector(conn)
+    _loader.update(conn=conn, plan=plan)
+
+
+def _load_batch(batch: int, start: int, count: int) -> int:
+    conn, plan = _loader["conn"], _loader["plan"]
+    sql = f"COPY rag_chunk ({', '.join(LOAD_COLUMNS)}) FROM STDIN (FORMAT BINARY)"
+    with conn.transaction(), conn.cursor() as cursor, cursor.copy(sql) as copy:
+        copy.set_types(LOAD_TYPES)
+        for row in _batch_rows(plan, batch, start, count):
+            copy.write_row(row)
+    return count
+
+
+def load_processes() -> int:
+    """Loader processes for a bulk load: one per core, each feeding its own server backend, which
+    does most of the work (parsing, the generated columns' text analysis, the heap writes)."""
+    import os
+
+    return max(1, os.cpu_count() or 1)
+
+
+def _load_rows(n: int, plan: _LoadPlan, *, progress=None, processes: int | None = None) -> None:
+    """COPY ``n`` rows in batches, from ``processes`` loader processes at once."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    wanted = ("dbname", "user", "password", "host", "port")
+    params = {k: v for k, v in connection.get_connection_params().items() if k in wanted}
+    batches = [(b, start, min(COPY_BATCH, n - start)) for b, start in enumerate(range(0, n, COPY_BATCH))]
+    processes = processes or load_processes()
+    if processes == 1 or len(batches) == 1:
+        _loader_start(params, plan)
+        try:
+            for batch in batches:
+                done = _load_batch(*batch)
+                if progress:
+                    progress("load chunks", done, n)
+        finally:
+            _loader.pop("conn").close()
+        return
+    connection.close()  # a forked loader must not share the parent's socket
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(processes, mp_context=context, initializer=_loader_start, initargs=(params, plan)) as pool:
+        for future in as_completed([pool.submit(_load_batch, *batch) for batch in batches]):
+            done = future.result()
+            if progress:
+                progress("load chunks", done, n)
 
 
 def bench_scope() -> Scope:

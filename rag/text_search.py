@@ -506,7 +506,12 @@ class PgTextsearch:
             "WHERE table_name = 'rag_chunk' AND column_name = %s)",
             [DL_COLUMN],
         )
-        return cursor.fetchone()[0] and _bm25_index_present(cursor) and not triggers_present(cursor)
+        return (
+            cursor.fetchone()[0]
+            and _bm25_index_present(cursor)
+            and not triggers_present(cursor)
+            and _dl_function_current(cursor)
+        )
 
     def set_up(self, cursor) -> None:
         cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_textsearch")
@@ -567,23 +572,39 @@ DL_COLUMN = "search_dl"
 DL_FUNCTION = "rag_bm25_length"
 
 
-def _fieldnorm_sql(length: str) -> str:
-    """SQL rounding a document length down like pg_textsearch stores it (Lucene's SmallFloat
-    ``intToByte4`` with 24 free values: 0…39 exact, then 4 significant bits of ``length − 24``)."""
-    steps = ["WHEN x < 40 THEN x"]
-    for k in range(1, 28):
-        steps.append(f"WHEN x - 24 < {16 << k} THEN 24 + ((x - 24) & ~{(1 << k) - 1})")
-    return f"(SELECT CASE {' '.join(steps)} END FROM (SELECT {length} AS x) n)"
-
-
+# PL/pgSQL rather than a SQL function: a SQL body with sub-selects is never inlined, and running
+# it through the SQL-function executor for every written row cost several times the text
+# analysis itself, which made bulk loads crawl. The rounding is Lucene's SmallFloat
+# ``intToByte4`` with 24 free values (0…39 exact, then 4 significant bits of ``length − 24``).
 _CREATE_DL_FUNCTION = f"""
     CREATE OR REPLACE FUNCTION {DL_FUNCTION}(body text) RETURNS integer
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
-        SELECT {_fieldnorm_sql(
-            "(SELECT coalesce(sum(cardinality(u.positions)), 0)::int FROM unnest(to_tsvector('english', body)) u)"
-        )}
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    DECLARE
+        x integer;
+        k integer := 1;
+    BEGIN
+        SELECT coalesce(sum(cardinality(u.positions)), 0) INTO x FROM unnest(to_tsvector('english', body)) u;
+        IF x < 40 THEN
+            RETURN x;
+        END IF;
+        WHILE x - 24 >= (16 << k) LOOP
+            k := k + 1;
+        END LOOP;
+        RETURN 24 + ((x - 24) & ~((1 << k) - 1));
+    END
     $$
 """
+
+
+def _dl_function_current(cursor) -> bool:
+    """The length function is the PL/pgSQL one (a database set up earlier has the slow SQL one)."""
+    cursor.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang "
+        "WHERE p.proname = %s AND l.lanname = 'plpgsql')",
+        [DL_FUNCTION],
+    )
+    return cursor.fetchone()[0]
+
 
 BROAD_FILTER = 0.1  # a filter keeping this share of the chunks or more: walk the index
 # Reading one row that passes the filter (and scoring it when it holds a query word) costs about

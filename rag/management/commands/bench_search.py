@@ -47,13 +47,15 @@ class Command(BaseCommand):
             "switching drops the other (run again with hnsw to restore it)",
         )
         parser.add_argument(
-            "--build-memory", default="2GB", help="maintenance_work_mem for the index builds (the graph should fit)"
+            "--build-memory", default="auto",
+            help="maintenance_work_mem for the index builds (default: enough for the HNSW graph to fit, "
+            "up to a third of the RAM)",
         )
         parser.add_argument("--json", action="store_true")
 
     def handle(
         self, *args, chunks, queries, top_k, modes, corpus, rebuild, embed_sentences, explain, json, backends,
-        vector_index="hnsw", build_memory="2GB", **opts,
+        vector_index="hnsw", build_memory="auto", **opts,
     ):  # fmt: skip
         from rag.embeddings import get_embedder
 
@@ -155,7 +157,7 @@ class Command(BaseCommand):
 
 def _build_corpus(
     chunks: int, corpus_path: Path, embedder, *, rebuild: bool, embed_sentences: bool, quiet: bool,
-    vector_index: str = "hnsw", build_memory: str = "2GB",
+    vector_index: str = "hnsw", build_memory: str = "auto",
 ):  # fmt: skip
     """Build (or reuse) the bench corpus, with a progress bar per stage unless ``quiet``."""
     from tqdm import tqdm
