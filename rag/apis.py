@@ -166,7 +166,7 @@ class QueryApi(APIView):
                 ).pk  # fmt: skip
         except Exception:  # noqa: BLE001 — whatever broke the log, the search result stands
             logger.warning("could not record the interaction of a query", exc_info=True)
-        hits = [self.HitSerializer(h).data for h in result.hits]
+        hits = self.HitSerializer(result.hits, many=True).data  # one serializer: its fields are built once
         out = {
             "results": hits,
             "mode": mode,

@@ -161,6 +161,9 @@ class OnnxEmbedder:
                 if self.threads:
                     options.intra_op_num_threads = self.threads
                 options.inter_op_num_threads = 1
+                # Idle threads that spin waiting for the next batch take the cores a web server's
+                # other requests (and the database beside it) need; they sleep instead.
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
                 got = session.get_outputs()[0].shape[-1]
                 if isinstance(got, int) and got != self.dims:
