@@ -288,6 +288,23 @@ def demo_documents(today: dt.date | None = None) -> list[SourceDocument]:
     return docs
 
 
+def demo_index_follow_runtime() -> dict | None:
+    """Move an index made by the local model on another runtime (torch, onnx, onnx-int8) to the
+    configured one, so that a demo made before the default runtime changed keeps answering instead
+    of refusing every search as a mix of models. Another model or provider is left alone: its
+    searches say to run ``manage.py reembed``."""
+    from rag.embeddings import get_embedder
+    from rag.selectors import index_models
+    from rag.services import index_reembed
+
+    target = get_embedder()
+    family = target.name.split("+")[0]
+    others = [m for m in index_models() if m != target.name]
+    if not others or any(m.split("+")[0] != family for m in others):
+        return None
+    return index_reembed(target=target)
+
+
 def demo_load(*, credentials_path, embedder=None) -> dict:
     """Create the demo admin, its API token and project, and index the demo corpus (idempotent).
 

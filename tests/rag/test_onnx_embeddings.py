@@ -29,17 +29,26 @@ def _local(backend: str):
 
 
 @pytest.fixture(scope="module")
+def torch_embedder():
+    return _local("torch")
+
+
+@pytest.fixture(scope="module")
 def onnx_embedders():
     return {"onnx": _local("onnx"), "onnx-int8": _local("onnx-int8")}
 
 
-def test_each_backend_names_its_own_vectors(local_embedder, onnx_embedders):
-    names = {local_embedder.name, *(e.name for e in onnx_embedders.values())}
+def test_each_backend_names_its_own_vectors(torch_embedder, onnx_embedders):
+    names = {torch_embedder.name, *(e.name for e in onnx_embedders.values())}
     assert names == {"local:all-MiniLM-L6-v2", "local:all-MiniLM-L6-v2+onnx", "local:all-MiniLM-L6-v2+onnx-int8"}
 
 
-def test_onnx_vectors_match_torch(local_embedder, onnx_embedders):
-    torch_vectors = np.array(local_embedder.embed_documents(TEXTS))
+def test_the_default_runtime_is_onnx_int8(local_embedder):
+    assert local_embedder.name == "local:all-MiniLM-L6-v2+onnx-int8"
+
+
+def test_onnx_vectors_match_torch(torch_embedder, onnx_embedders):
+    torch_vectors = np.array(torch_embedder.embed_documents(TEXTS))
     fp32 = np.array(onnx_embedders["onnx"].embed_documents(TEXTS))
     int8 = np.array(onnx_embedders["onnx-int8"].embed_documents(TEXTS))
     assert fp32.shape == int8.shape == (len(TEXTS), 384)
@@ -56,8 +65,8 @@ def test_an_unknown_backend_is_a_configuration_error():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_switching_backend_is_a_reembed_never_a_mix(local_embedder, onnx_embedders, settings):
-    load([doc(key, title, text) for key, (title, text) in TOPICS.items()], local_embedder)
+def test_switching_backend_is_a_reembed_never_a_mix(torch_embedder, onnx_embedders, settings):
+    load([doc(key, title, text) for key, (title, text) in TOPICS.items()], torch_embedder)
     onnx = onnx_embedders["onnx"]
     with pytest.raises(EmbeddingModelMismatch, match="reembed"):
         chunk_search(query="what is a closure", scope=Scope.everything(), embedder=onnx)
@@ -68,4 +77,22 @@ def test_switching_backend_is_a_reembed_never_a_mix(local_embedder, onnx_embedde
     hits = chunk_search(query="what is a closure", scope=Scope.everything(), embedder=onnx).hits
     assert hits[0].source_id == "closures"
     with pytest.raises(EmbeddingModelMismatch):
-        chunk_search(query="what is a closure", scope=Scope.everything(), embedder=local_embedder)
+        chunk_search(query="what is a closure", scope=Scope.everything(), embedder=torch_embedder)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_demo_made_on_torch_follows_the_default_runtime(torch_embedder, local_embedder, tmp_path, settings):
+    """A demo index made before the default runtime changed is moved by `load_demo` (the page
+    would otherwise refuse every question as a mix of models); another model is left alone."""
+    from rag.demo import demo_index_follow_runtime
+
+    load([doc(key, title, text) for key, (title, text) in TOPICS.items()], torch_embedder)
+    moved = demo_index_follow_runtime()
+    assert moved and moved["model"] == local_embedder.name
+    assert set(Chunk.objects.values_list("embedding_model", flat=True)) == {local_embedder.name}
+    hits = chunk_search(query="what is a closure", scope=Scope.everything(), embedder=local_embedder).hits
+    assert hits[0].source_id == "closures"
+    assert demo_index_follow_runtime() is None  # nothing left to move
+
+    Chunk.objects.filter(source_id="closures").update(embedding_model="openai:text-embedding-3-small")
+    assert demo_index_follow_runtime() is None

@@ -6,7 +6,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from rag.demo import demo_extra_loaders, demo_load
+from rag.demo import demo_extra_loaders, demo_index_follow_runtime, demo_load
 
 
 class Command(BaseCommand):
@@ -16,6 +16,12 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, **options):
+        moved = demo_index_follow_runtime()
+        if moved and not options["json"]:
+            self.stdout.write(
+                f"The local model's runtime changed: {moved['reembedded']} chunks re-embedded with {moved['model']} "
+                "(manage.py reembed does the same on any index)."
+            )
         result = demo_load(credentials_path=Path(settings.BASE_DIR) / "var" / "demo-credentials.json")
         # Other apps add demo content through loaders they register (rag.demo.register_demo_loader).
         extras = {name: load() for name, load in demo_extra_loaders().items()}
