@@ -484,3 +484,25 @@ def exact_top(query_vector: list[float], k: int, where: str = "", params: list |
             [COLLECTION, *(params or []), str(list(query_vector)), k],
         )
         return [r[0] for r in cursor.fetchall()]
+
+
+def exact_tops_cache() -> tuple[dict, Callable[[], None]]:
+    """Exact neighbours already computed for the corpus in place (a sequential scan each: at a
+    million chunks most of a run's time), and a function saving what was added. A build stamps
+    all its rows with one time, which names the corpus: a rebuild starts a new cache."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM rag_chunk WHERE collection = %s", [COLLECTION])
+        rows = cursor.fetchone()[0]
+        cursor.execute("SELECT min(created_at) FROM rag_chunk WHERE collection = %s", [COLLECTION])
+        stamp = cursor.fetchone()[0]
+    path = cache_dir() / f"exact-{rows}-{stamp.timestamp() if stamp else 0:.0f}.json"
+    cached = json.loads(path.read_text()) if path.exists() else {}
+
+    def save() -> None:
+        path.write_text(json.dumps(cached))
+
+    return cached, save
+
+
+def exact_key(query_vector, k: int, where: str, params: list | None) -> str:
+    return hashlib.sha256(f"{list(query_vector)}|{k}|{where}|{params}".encode()).hexdigest()[:24]

@@ -275,6 +275,7 @@ def _latency(texts, vectors, embed_ms, scope, cases, chosen, top_k, *, quiet: bo
 
 def _recall(texts, vectors, scope, cases) -> dict:
     """HNSW recall@10 per case against exact (sequential) vector search."""
+    cached, save = bench.exact_tops_cache()
     recall = {}
     for case, filters in cases.items():
         where, params = "", []
@@ -283,10 +284,14 @@ def _recall(texts, vectors, scope, cases) -> dict:
         hits = []
         for text, vec in zip(texts, vectors, strict=True):
             approx = chunk_search(query=text, scope=scope, filters=filters, top_k=10, mode="vector", query_vector=vec)
-            exact = bench.exact_top(vec, 10, where, params)
+            key = bench.exact_key(vec, 10, where, params)
+            if key not in cached:
+                cached[key] = bench.exact_top(vec, 10, where, params)
+            exact = cached[key]
             if exact:
                 hits.append(len({h.chunk_uid for h in approx.hits} & set(exact)) / len(exact))
         recall[case] = round(sum(hits) / len(hits), 4) if hits else None
+    save()
     return recall
 
 
