@@ -58,7 +58,7 @@ MEMORY_CONF = "knowhub.conf"
 INCLUDE_LINE = f"include_if_exists = '{MEMORY_CONF}'  # knowhub: memory settings sized at each start\n"
 
 
-def _ram_bytes() -> int:
+def machine_ram_bytes() -> int:
     """The RAM this process may use: the machine's, or the cgroup limit when that is lower."""
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
@@ -74,7 +74,7 @@ def _ram_bytes() -> int:
 def memory_settings(ram_bytes: int | None = None, cpus: int | None = None, env: dict | None = None) -> dict[str, str]:
     """The server's memory and build settings for a machine with ``ram_bytes`` and ``cpus``."""
     env = os.environ if env is None else env
-    mb = (ram_bytes or _ram_bytes()) // 2**20
+    mb = (ram_bytes or machine_ram_bytes()) // 2**20
     cpus = cpus or os.cpu_count() or 1
 
     def clamp(value: int, low: int, high: int) -> str:

@@ -217,10 +217,10 @@ def build_memory_for(rows: int) -> str:
     """maintenance_work_mem for building the indexes over ``rows``: enough for the HNSW graph to
     stay in memory (past it, pgvector inserts the rest one by one on disk, several times slower),
     at least 1 GB, at most a third of the machine's RAM."""
-    from knowhub.embedded_db import _ram_bytes
+    from knowhub.embedded_db import machine_ram_bytes
 
     wanted = rows * GRAPH_BYTES_PER_ROW
-    mb = max(1024, min(wanted, _ram_bytes() // 3) // 2**20)
+    mb = max(1024, min(wanted, machine_ram_bytes() // 3) // 2**20)
     return f"{mb}MB"
 
 

@@ -125,7 +125,10 @@ class OnnxEmbedder:
         self.backend = "onnx-int8" if quantized else "onnx"
         self.name = f"local:{model}{BACKEND_SUFFIX[self.backend]}"
         self.dims = dims
-        self.batch_size = batch_size
+        # int8: one text per run. Dynamic quantisation scales the activations by the whole input's
+        # range, so texts batched together (and their padding) would shift each other's vectors;
+        # alone, a text always gets the same vector, and no time goes into padding.
+        self.batch_size = 1 if quantized else batch_size
         self.quantized = quantized
         self.threads = threads
         self._cache_dir = cache_dir

@@ -57,6 +57,9 @@ def test_onnx_vectors_match_torch(torch_embedder, onnx_embedders):
     assert (torch_vectors * int8).sum(axis=1).min() > 0.97
     # A query alone is the same vector as in a batch (padding does not leak into the pooling).
     assert np.allclose(onnx_embedders["onnx"].embed_query(TEXTS[1]), fp32[1], atol=1e-5)
+    # int8 too: its activation scales come from the whole input, so it runs each text alone.
+    for i, text in enumerate(TEXTS):
+        assert np.array_equal(np.array(onnx_embedders["onnx-int8"].embed_query(text)), int8[i])
 
 
 def test_an_unknown_backend_is_a_configuration_error():
