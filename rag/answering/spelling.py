@@ -143,9 +143,14 @@ def correction(word: str, vocabulary: set[str]) -> str | None:
 
 def correct_query(query: str, *, unknown: set[str], vocabulary: set[str]) -> tuple[str, dict[str, str]]:
     """``query`` with each of its ``unknown`` words replaced by its correction from ``vocabulary``;
-    the replacements made (typed → corrected)."""
+    the replacements made (typed → corrected). A capitalised word of a question not written all
+    in lower case is a name typed on purpose: one the index never saw is something it does not
+    hold, and correcting it to a near word would answer a question about something else."""
     fixes: dict[str, str] = {}
+    lower_question = query == query.lower()
     for word in set(WORD_RE.findall(query)):
+        if not lower_question and word[:1].isupper() and query.lstrip().find(word) != 0:
+            continue
         if word.lower() in unknown and (fixed := correction(word, vocabulary)):
             fixes[word] = fixed
     if not fixes:

@@ -37,6 +37,12 @@ def test_a_misspelt_first_name_the_index_never_saw_is_that_person():
     assert (chip.value, chip.phrase, chip.origin) == ("Maya Chen", "mya", "guessed")
 
 
+def test_a_misspelt_whole_name_is_the_person_and_names_them_as_surely_as_capitals():
+    analysis = parse_query("how many meetings did maia chen attend", today=DEMO_TODAY, facets=PEOPLE,
+                           unknown={"maia", "chen"})  # fmt: skip
+    assert [(c.value, c.phrase, c.origin) for c in analysis.chips] == [("Maya Chen", "maia chen", "stated")]
+
+
 def test_a_word_the_index_holds_is_not_read_as_a_misspelt_name():
     assert parse_query("what did mya say", today=DEMO_TODAY, facets=PEOPLE, unknown=set()).people == []
 
@@ -54,6 +60,11 @@ def test_an_unknown_word_is_corrected_to_the_one_nearest_word_of_the_vocabulary(
         "how do flashcards work",
         {"flashcrds": "flashcards"},
     )
+    # A capitalised name the index never saw is something it does not hold, not a slip.
+    assert correct_query("Who founded Zephir Robotics?", unknown={"zephir"}, vocabulary={"zephyr"})[1] == {}
+    assert correct_query("who founded zephir robotics", unknown={"zephir"}, vocabulary={"zephyr"})[1] == {
+        "zephir": "zephyr"
+    }
     assert correction("cot", {"cat", "cut"}) is None  # two equally near: no guess
     assert correction("xy", {"xyz"}) is None  # too short to tell a slip from another word
 
