@@ -123,10 +123,12 @@ def misspelt_people(text: str, known: list[str], *, taken: list[str], unknown: s
 
 def correction(word: str, vocabulary: set[str]) -> str | None:
     """The one word of ``vocabulary`` nearest to ``word`` within its allowed edits (None when
-    none is, or when two are equally near: a guess between two words is no correction)."""
-    limit = allowed_edits(word)
-    if not limit:
+    none is, or when two are equally near: a guess between two words is no correction). A word
+    under six letters is not corrected: one letter off, it is as likely a word of a subject the
+    sources do not hold ("moons", "bones") as a slip; two edits need nine letters."""
+    if len(word) < 6:
         return None
+    limit = 1 if len(word) < 9 else 2
     low = word.lower()
     best: dict[int, set[str]] = {}
     for candidate in vocabulary:

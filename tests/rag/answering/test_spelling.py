@@ -65,8 +65,8 @@ def test_an_unknown_word_is_corrected_to_the_one_nearest_word_of_the_vocabulary(
     assert correct_query("who founded zephir robotics", unknown={"zephir"}, vocabulary={"zephyr"})[1] == {
         "zephir": "zephyr"
     }
-    assert correction("cot", {"cat", "cut"}) is None  # two equally near: no guess
-    assert correction("xy", {"xyz"}) is None  # too short to tell a slip from another word
+    assert correction("planed", {"planned", "placed"}) is None  # two equally near: no guess
+    assert correction("moons", {"moods"}) is None  # too short to tell a slip from another word
 
 
 # -- through the ask, on the demo corpus ----------------------------------------------------------
