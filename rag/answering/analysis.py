@@ -9,34 +9,21 @@ to the parser, so a flaky model never blocks an answer.
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 import json
 import logging
 import re
 from dataclasses import dataclass, field, replace
 
+from rag.answering.dates import _MONTH_RE, _WEEKDAY_RE, parse_dates
 from rag.answering.selectors import Facets
 from rag.answering.sources import collection_label
+from rag.answering.spelling import find_name, misspelt_people
 from rag.llm.base import LLMError, LLMProvider
 from rag.search import SearchFilters
 
 logger = logging.getLogger(__name__)
 
-MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
-MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
-MONTHS.pop("may", None)
-MONTHS["may"] = 5
-WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
-UNITS = {"day": 1, "week": 7, "month": 30, "year": 365}
-
-_MONTH_RE = "|".join(sorted((m for m in MONTHS), key=len, reverse=True))
-_WEEKDAY_RE = "|".join(WEEKDAYS)
-_NUM_WORDS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3,
-}  # fmt: skip
-_NUM_RE = r"\d{1,3}|" + "|".join(sorted(_NUM_WORDS, key=len, reverse=True))
 # Questions that count entries of the notes ("how many times did I meet Leo", "how often"), not
 # any "how many": "how many analysts are in the pilot?" asks for a fact the sources state.
 COUNTING_RE = re.compile(
@@ -223,229 +210,6 @@ def with_chips(filters: SearchFilters, chips: list[FilterChip]) -> SearchFilters
     return out
 
 
-# -- dates -------------------------------------------------------------------------------------
-
-
-def _month_range(year: int, month: int) -> tuple[dt.date, dt.date]:
-    return dt.date(year, month, 1), dt.date(year, month, calendar.monthrange(year, month)[1])
-
-
-def _shift_months(day: dt.date, months: int) -> dt.date:
-    index = day.year * 12 + day.month - 1 - months
-    year, month = divmod(index, 12)
-    return dt.date(year, month + 1, min(day.day, calendar.monthrange(year, month + 1)[1]))
-
-
-def _number(text: str) -> int:
-    text = text.lower().strip()
-    return int(text) if text.isdigit() else _NUM_WORDS.get(text, 1)
-
-
-def _period(expr: str, today: dt.date) -> tuple[dt.date, dt.date] | None:
-    """The dates one expression names: a weekday, a month (with or without year), a year, a day."""
-    expr = expr.strip().lower().rstrip("?.!,")
-    if expr == "today":
-        return today, today
-    if expr == "yesterday":
-        day = today - dt.timedelta(days=1)
-        return day, day
-    if m := re.fullmatch(r"(\d{4})-(\d{1,2})-(\d{1,2})", expr):
-        try:
-            day = dt.date(int(m[1]), int(m[2]), int(m[3]))
-        except ValueError:
-            return None
-        return day, day
-    if m := re.fullmatch(r"(\d{4})-(\d{1,2})", expr):
-        if 1 <= int(m[2]) <= 12:
-            return _month_range(int(m[1]), int(m[2]))
-        return None
-    if expr in WEEKDAYS:
-        back = (today.weekday() - WEEKDAYS[expr]) % 7
-        day = today - dt.timedelta(days=back)
-        return day, day
-    if m := re.fullmatch(
-        rf"(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+)?({_MONTH_RE})\.?(?:\s+(\d{{1,2}})(?:st|nd|rd|th)?)?,?(?:\s+(\d{{4}}))?",
-        expr,
-    ):
-        month = MONTHS[m[2]]
-        day_of_month = m[1] or m[3]
-        # Without a year, the most recent such month: "in March" asked in February is last March.
-        recent = today.year if month <= today.month else today.year - 1
-        year = int(m[4]) if m[4] else recent
-        if day_of_month:
-            try:
-                day = dt.date(year, month, int(day_of_month))
-            except ValueError:
-                return None
-            return day, day
-        return _month_range(year, month)
-    if m := re.fullmatch(r"(\d{4})", expr):
-        year = int(m[1])
-        if 1900 <= year <= 2200:
-            return dt.date(year, 1, 1), dt.date(year, 12, 31)
-    return None
-
-
-_EXPR = (
-    rf"(?:today|yesterday|\d{{4}}-\d{{1,2}}(?:-\d{{1,2}})?|{_WEEKDAY_RE}"
-    rf"|(?:\d{{1,2}}(?:st|nd|rd|th)?\s+)?(?:{_MONTH_RE})\.?(?:\s+\d{{1,2}}(?:st|nd|rd|th)?)?,?(?:\s+\d{{4}})?|\d{{4}})"
-)
-
-
-def parse_dates(text: str, today: dt.date) -> tuple[dt.date | None, dt.date | None, str]:
-    """A date range from phrases such as "last 6 months", "in March 2024", "since Monday".
-
-    Returns ``(date_from, date_to, phrase)``; open ends are None. Relative to ``today``.
-    """
-    low = text.lower()
-    for phrase in _DATE_PHRASES:  # the first kind of phrase that yields a range wins
-        found = phrase(low, today)
-        if found:
-            return found
-    return None, None, ""
-
-
-_DateRange = tuple[dt.date | None, dt.date | None, str]
-
-
-def _found(match, start, end) -> _DateRange:
-    return start, end, match.group(0).strip()
-
-
-def _between(low: str, today: dt.date) -> _DateRange | None:
-    if m := re.search(rf"\bbetween\s+({_EXPR})\s+and\s+({_EXPR})\b", low) or re.search(
-        rf"\bfrom\s+({_EXPR})\s+(?:to|until|till|through)\s+({_EXPR})\b", low
-    ):
-        a, b = _period(m[1], today), _period(m[2], today)
-        if a and b:
-            return _found(m, min(a[0], b[0]), max(a[1], b[1]))
-    return None
-
-
-def _last_n_units(low: str, today: dt.date) -> _DateRange | None:
-    if m := re.search(rf"\b(?:in\s+)?(?:the\s+)?(?:last|past|previous)\s+({_NUM_RE})\s+(day|week|month|year)s?\b", low):
-        n, unit = _number(m[1]), m[2]
-        start = (
-            _shift_months(today, n * (12 if unit == "year" else 1))
-            if unit in ("month", "year")
-            else today - dt.timedelta(days=n * UNITS[unit])
-        )
-        return _found(m, start, today)
-    return None
-
-
-def _the_last_unit(low: str, today: dt.date) -> _DateRange | None:
-    if m := re.search(
-        r"\b(?:in\s+)?the\s+(?:last|past)\s+(day|week|month|year)\b|\bpast\s+(day|week|month|year)\b", low
-    ):
-        unit = m[1] or m[2]
-        start = (
-            _shift_months(today, 12 if unit == "year" else 1)
-            if unit in ("month", "year")
-            else today - dt.timedelta(days=UNITS[unit])
-        )
-        return _found(m, start, today)
-    return None
-
-
-def _ago(low: str, today: dt.date) -> _DateRange | None:
-    if m := re.search(rf"\b({_NUM_RE})\s+(day|week|month|year)s?\s+ago\b", low):
-        n, unit = _number(m[1]), m[2]
-        if unit in ("month", "year"):
-            start = _shift_months(today, n * (12 if unit == "year" else 1))
-            end = _shift_months(start, -1 if unit == "month" else -12) - dt.timedelta(days=1)
-        else:
-            start = today - dt.timedelta(days=n * UNITS[unit])
-            end = start + dt.timedelta(days=UNITS[unit] - 1)
-        return _found(m, start, min(end, today))
-    return None
-
-
-def _this_or_last_unit(low: str, today: dt.date) -> _DateRange | None:
-    m = re.search(r"\b(this|last)\s+(week|month|year)\b", low)
-    if not m:
-        return None
-    which, unit = m[1], m[2]
-    if unit == "week":
-        monday = today - dt.timedelta(days=today.weekday())
-        return (
-            _found(m, monday, today)
-            if which == "this"
-            else _found(m, monday - dt.timedelta(days=7), monday - dt.timedelta(days=1))
-        )
-    if unit == "month":
-        if which == "this":
-            return _found(m, today.replace(day=1), today)
-        first = _shift_months(today.replace(day=1), 1)
-        return _found(m, *_month_range(first.year, first.month))
-    if which == "this":
-        return _found(m, dt.date(today.year, 1, 1), today)
-    return _found(m, dt.date(today.year - 1, 1, 1), dt.date(today.year - 1, 12, 31))
-
-
-def _since(low: str, today: dt.date) -> _DateRange | None:
-    if m := re.search(rf"\b(?:since|after)\s+(?:last\s+)?({_EXPR})\b", low):
-        period = _period(m[1], today)
-        if period:
-            is_after = m.group(0).startswith("after")
-            start = period[1] + dt.timedelta(days=1) if is_after else period[0]
-            if "last " in m.group(0) and m[1] in WEEKDAYS and period[0] == today:
-                start = today - dt.timedelta(days=7)
-            return _found(m, start, today)
-    return None
-
-
-def _before(low: str, today: dt.date) -> _DateRange | None:
-    if m := re.search(rf"\bbefore\s+({_EXPR})\b", low):
-        period = _period(m[1], today)
-        if period:
-            return _found(m, None, period[0] - dt.timedelta(days=1))
-    return None
-
-
-def _in_period(low: str, today: dt.date) -> _DateRange | None:
-    if m := re.search(rf"\b(?:in|during|on|for)\s+({_EXPR})\b", low):
-        period = _period(m[1], today)
-        if period and not (m[1] in WEEKDAYS and "on" not in m.group(0)):
-            return _found(m, *period)
-    return None
-
-
-def _named_day(low: str, today: dt.date) -> _DateRange | None:
-    if m := re.search(r"\b(today|yesterday)\b", low):
-        return _found(m, *_period(m[1], today))
-    if m := re.search(r"\b(\d{4}-\d{2}-\d{2})\b", low):
-        period = _period(m[1], today)
-        if period:
-            return _found(m, *period)
-    return None
-
-
-def _recently(low: str, today: dt.date) -> _DateRange | None:
-    if m := re.search(r"\b(?:recently|lately)\b", low):
-        return _found(m, _shift_months(today, 3), today)
-    return None
-
-
-def _next_unit(low: str, today: dt.date) -> _DateRange | None:
-    if m := re.search(r"\b(?:the\s+)?next\s+(week|month|year)\b", low):
-        unit = m[1]
-        if unit == "week":
-            monday = today - dt.timedelta(days=today.weekday()) + dt.timedelta(days=7)
-            return _found(m, monday, monday + dt.timedelta(days=6))
-        if unit == "month":
-            first = _shift_months(today.replace(day=1), -1)
-            return _found(m, *_month_range(first.year, first.month))
-        return _found(m, dt.date(today.year + 1, 1, 1), dt.date(today.year + 1, 12, 31))
-    return None
-
-
-_DATE_PHRASES = (
-    _between, _last_n_units, _the_last_unit, _ago, _this_or_last_unit, _since,
-    _before, _in_period, _named_day, _recently, _next_unit,
-)
-
-
 # -- known values ------------------------------------------------------------------------------
 
 
@@ -514,12 +278,17 @@ def _name_chip(field_name: str, value: str, query: str) -> FilterChip:
     if m is None and " " in value:  # matched by the first name alone
         needle = value.split()[0]
         m = _find(needle, query, plural=False)
+    if m is None and field_name == "people":  # spelt a letter off ("mya" for Maya Chen)
+        m = find_name(value, query)
     phrase = m.group(0) if m else needle
     if m:
         before = query[: m.start()].rstrip()
         if re.search(r"\b(?:with|by|from|for|about|and)$", before, re.I):
             phrase = f"{before.split()[-1]} {phrase}"
     proper = bool(m) and m.group(0)[:1].isupper() and not lower_question
+    # A person's whole name typed in lower case ("sam okafor") names them as surely as capitals:
+    # two words that happen to equal a full name are no accident, as one ordinary word can be.
+    proper = proper or (bool(m) and field_name == "people" and len(m.group(0).split()) > 1)
     return FilterChip(field=field_name, value=value, origin="stated" if proper else "guessed", phrase=phrase)
 
 
@@ -576,11 +345,17 @@ def build_chips(query: str, analysis: QueryAnalysis) -> list[FilterChip]:
     return chips
 
 
-def parse_query(query: str, *, today: dt.date, facets: Facets) -> QueryAnalysis:
-    """The deterministic analyser: date phrases plus known people, tags, entities, domains."""
+def parse_query(
+    query: str, *, today: dt.date, facets: Facets, unknown: set[str] | frozenset[str] = frozenset()
+) -> QueryAnalysis:
+    """The deterministic analyser: date phrases plus known people, tags, entities, domains.
+
+    ``unknown``: the question's words no visible document holds; one a letter or two from a
+    known person's first name is read as that name misspelt."""
     date_from, date_to, phrase = parse_dates(query, today)
     text = re.sub(re.escape(phrase), " ", query, flags=re.I) if phrase else query
     people = match_values(text, facets.values("people"), names=True)
+    people += misspelt_people(text, facets.values("people"), taken=people, unknown=set(unknown))
     tags = [t for t in match_values(text, facets.values("tags")) if t.lower() not in {p.lower() for p in people}]
     entities = match_values(text, facets.values("entities"))
     domains = [d for d in match_values(text, facets.values("domains")) if len(d) >= 3]
@@ -727,7 +502,8 @@ def llm_analyse(
 
 
 def analyse_query(
-    query: str, *, today: dt.date, facets: Facets, llm: LLMProvider | None = None, timeout: float | None = None
+    query: str, *, today: dt.date, facets: Facets, llm: LLMProvider | None = None, timeout: float | None = None,
+    unknown: set[str] | frozenset[str] = frozenset(),
 ) -> QueryAnalysis:
     """The LLM analyser when a generative model is given, the parser otherwise or on failure."""
     if llm is not None and getattr(llm, "generative", False):
@@ -735,7 +511,7 @@ def analyse_query(
             return llm_analyse(query, today=today, facets=facets, llm=llm, timeout=timeout)
         except LLMError as exc:
             logger.warning("query analysis by %s failed, using the parser: %s", getattr(llm, "name", "?"), exc)
-            parsed = parse_query(query, today=today, facets=facets)
+            parsed = parse_query(query, today=today, facets=facets, unknown=unknown)
             parsed.error = f"llm analysis failed: {exc}"[:300]
             return parsed
-    return parse_query(query, today=today, facets=facets)
+    return parse_query(query, today=today, facets=facets, unknown=unknown)

@@ -86,7 +86,7 @@ def period_follow_up(question: str, previous: str, *, today) -> str:
     """"and last month?" after "what did we decide in september?": the earlier question asked
     again for the new period ("what did we decide last month?"); empty when ``question`` says
     more than a period."""
-    from rag.answering.analysis import parse_dates
+    from rag.answering.dates import parse_dates
     from rag.llm.extractive import content_terms
 
     m = _PERIOD_ONLY_RE.match(question)

@@ -6,7 +6,6 @@ question gets its figure from the metadata; a follow-up that reuses the last ans
 reads them again through the caller's scope. ``AskRun`` is what one ask accumulates.
 """
 
-
 from __future__ import annotations
 
 import datetime as dt
@@ -30,6 +29,7 @@ from rag.answering.sources import (
     select_hits,
     topics_of,
 )
+from rag.answering.spelling import correct_query, find_name, unknown_words, vocabulary_of
 from rag.embeddings import get_embedder
 from rag.llm import Completion, ModelInfo
 from rag.llm.extractive import query_vector as cached_query_vector
@@ -42,6 +42,7 @@ from rag.search import (
     chunk_search,
 )
 from rag.selectors import check_query_model
+from rag.words import WORD_RE
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,9 @@ class AskRun:
     chips: list[FilterChip] = field(default_factory=list)
     lifted: list[FilterChip] = field(default_factory=list)  # stated filters searched without
     mentions: bool = False  # sources that only mention a person or entity read from the question
+    unknown: set[str] = field(default_factory=set)  # the question's words no visible document holds
+    corrections: dict[str, str] = field(default_factory=dict)  # misspelt word -> the index's word
+    corrected_query: str = ""  # the question as asked, its misspelt words corrected
     docs: list[SourceDoc] = field(default_factory=list)
     analysis: QueryAnalysis | None = None
     applied: SearchFilters | None = None
@@ -91,7 +95,6 @@ class AskRun:
 
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.started) * 1000
-
 
 
 def period_text(analysis: QueryAnalysis | None, filters: SearchFilters) -> str:
@@ -141,6 +144,7 @@ def retrieve(run: AskRun, llm) -> None:
     embedder = run.embedder or get_embedder()
     if run.analysis is None:
         facets = facet_values(scope=run.scope, collections=run.request.collections)
+        run.unknown = unknown_words(set(WORD_RE.findall(run.searched_query)), scope=run.scope)
         run.analysis = analyse_query(
             # "and in july?" is the earlier question for another period: its filters are those.
             run.searched_query if run.rewrite == "period" else run.query,
@@ -148,6 +152,7 @@ def retrieve(run: AskRun, llm) -> None:
             facets=facets,
             llm=llm if llm.generative else None,
             timeout=min(settings.KNOWHUB_LLM_TIMEOUT, 20.0),
+            unknown=run.unknown,
         )
     analysis = run.analysis
     run.chips = analysis.active_chips(run.ignored)
@@ -174,6 +179,8 @@ def retrieve(run: AskRun, llm) -> None:
         run.rerank = rerank.as_dict()
         return result.hits
 
+    if _spell_names(run) | _correct_spelling(run, search, applied):
+        query_vector = cached_query_vector(embedder, run.searched_query[:MAX_QUERY_CHARS])
     applied, hits = _search_with_fallback(run, search, applied, guesses)
     hits = _with_mentions(run, search, hits, applied=applied, depth=depth)
     hits = _apply_guesses(run, search, hits, applied=applied, with_guesses=with_guesses, guesses=guesses, depth=depth)
@@ -217,9 +224,54 @@ def retrieve(run: AskRun, llm) -> None:
         run.count = _count(run, analysis)
 
 
-def _mark_agenda(
-    docs: list[SourceDoc], agenda: dict[DocKey, list[str]], closeness: dict[str, float]
-) -> None:
+def _spell_names(run: AskRun) -> bool:
+    """The people read from the question written as the index spells them ("mya" → "Maya",
+    "sam okafor" → "Sam Okafor") in what is searched and in the question the answer reads, so
+    both match the sources' own spelling. True when the searched query changed."""
+    if run.corrected_query:
+        return False  # already spelt (a lifted filter searches again)
+    people = [c.value for c in run.chips if c.field == "people"]
+
+    def spelt(text: str) -> str:
+        for value in people:
+            m = find_name(value, text, unknown=run.unknown)
+            if m is None:
+                continue
+            typed = m.group(0)
+            canonical = value if len(typed.split()) > 1 or typed.lower() == value.lower() else value.split()[0]
+            text = text[: m.start()] + canonical + text[m.end() :]
+        return text
+
+    run.corrected_query = spelt(run.query)
+    searched = spelt(run.searched_query)
+    if run.corrected_query == run.query:
+        run.corrected_query = ""
+    if searched == run.searched_query:
+        return False
+    run.searched_query = searched
+    return True
+
+
+def _correct_spelling(run: AskRun, search, applied: SearchFilters) -> bool:
+    """A query word no visible document holds ("flashcrds") is replaced by the nearest word of
+    the documents a first search finds (meaning still finds them when a word is misspelt), so
+    the keyword search and the answer's quoting match it. True when the query changed."""
+    names = {w.lower() for chip in run.chips if chip.field == "people" for w in WORD_RE.findall(chip.phrase)}
+    typos = run.unknown - names
+    if not typos or run.corrections:
+        return False
+    hits = search(applied)
+    vocabulary = vocabulary_of([f"{h.title} {h.content}" for h in hits])
+    corrected, fixes = correct_query(run.searched_query, unknown=typos, vocabulary=vocabulary)
+    if not fixes:
+        return False
+    run.corrections = fixes
+    run.searched_query = corrected[:MAX_QUERY_CHARS]
+    run.corrected_query = correct_query(run.corrected_query or run.query, unknown=typos, vocabulary=vocabulary)[0]
+    return True
+
+
+def _mark_agenda(docs: list[SourceDoc], agenda: dict[DocKey, list[str]], closeness: dict[str, float]) -> None:
     """Each document's agenda item the question is about, when one is close enough in meaning
     (``KNOWHUB_ASK_AGENDA_MATCH``): "Summarize the discussion on detecting linguistic features"
     names a topic of that meeting, so its turns are quoted even where no single turn says so."""
@@ -251,13 +303,8 @@ def _with_mentions(run: AskRun, search, hits: list[Hit], *, applied: SearchFilte
     if not names:
         return hits
     wider = search(replace(applied, people=list(run.request.people), entity=run.request.entity))
-    patterns = []
-    for name in names:
-        words = [re.escape(w) for w in name.split() if len(w) >= 2]
-        if words:
-            patterns.append(re.compile(rf"\b(?:{re.escape(name)}|{words[0]})\b", re.I))
     seen = {h.chunk_uid for h in hits}
-    mentions = [h for h in wider if h.chunk_uid not in seen and any(p.search(h.content or "") for p in patterns)]
+    mentions = [h for h in _mentioning(wider, names) if h.chunk_uid not in seen]
     if not mentions:
         return hits
     run.mentions = True
@@ -267,9 +314,26 @@ def _with_mentions(run: AskRun, search, hits: list[Hit], *, applied: SearchFilte
     return merged
 
 
+def _mentioning(hits: list[Hit], names: list[str]) -> list[Hit]:
+    """The hits whose text names one of ``names`` (the whole name or its first word)."""
+    patterns = []
+    for name in names:
+        words = [re.escape(w) for w in name.split() if len(w) >= 2]
+        if words:
+            patterns.append(re.compile(rf"\b(?:{re.escape(name)}|{words[0]})\b", re.I))
+    return [h for h in hits if any(p.search(h.content or "") for p in patterns)]
+
+
 def _liftable(run: AskRun) -> list[FilterChip]:
-    """Filters read from the question that narrowed the search (the form's are the person's own)."""
-    return [c for c in run.chips if c.origin == "stated" and c.effect == "filter" and c not in run.lifted]
+    """Filters read from the question that narrowed the search (the form's are the person's own).
+
+    A person is not among them: the search under their name already took in what mentions them,
+    so with nothing there that answers, "what did Sam say about X" has no answer — quoting
+    someone else on X would put words in Sam's mouth."""
+    return [
+        c for c in run.chips
+        if c.origin == "stated" and c.effect == "filter" and c.field != "people" and c not in run.lifted
+    ]  # fmt: skip
 
 
 def widen(run: AskRun, llm) -> bool:
@@ -304,7 +368,13 @@ def _search_with_fallback(run: AskRun, search, applied: SearchFilters, guesses: 
 
 
 def _apply_guesses(
-    run: AskRun, search, hits: list[Hit], *, applied: SearchFilters, with_guesses: SearchFilters, guesses: str,
+    run: AskRun,
+    search,
+    hits: list[Hit],
+    *,
+    applied: SearchFilters,
+    with_guesses: SearchFilters,
+    guesses: str,
     depth: int,
 ) -> list[Hit]:
     """Guessed filters: ``boost`` ranks what carries them higher, ``off`` drops them (chips say which)."""
@@ -312,7 +382,11 @@ def _apply_guesses(
         for chip in run.chips:
             if chip.origin == "guessed":
                 chip.effect = "boost"
-        return _boost(hits, search(with_guesses), top_k=depth, bonus=settings.KNOWHUB_ASK_GUESS_BOOST)
+        # A guessed name ranks what is filed under the person and, as a stated one does, what
+        # mentions them: "what did leo ask for" is answered where Leo's request is reported.
+        names = [c.value for c in run.chips if c.origin == "guessed" and c.field in ("people", "entity")]
+        boosted = [*search(with_guesses), *_mentioning(hits, names)]
+        return _boost(hits, boosted, top_k=depth, bonus=settings.KNOWHUB_ASK_GUESS_BOOST)
     if guesses != "filter":
         for chip in run.chips:
             if chip.origin == "guessed":

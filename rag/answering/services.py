@@ -217,7 +217,7 @@ def _messages(run: AskRun, llm, conversation: conv.Conversation) -> list[dict]:
     ]  # fmt: skip
     # Filters the person set on the page narrow the sources just as much.
     stated += [f"{key}: {value}" for key, value in run.request.as_dict().items()]
-    question = run.searched_query if run.rewrite == "period" else run.query
+    question = run.searched_query if run.rewrite == "period" else (run.corrected_query or run.query)
     if run.count:
         # A counting question's sources are the counted entries: quote them as exemplars.
         stated.append(f"{STATED_COUNT}{run.count['target']}")

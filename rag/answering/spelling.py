@@ -1,0 +1,190 @@
+"""Words typed a little wrong: a person's name in lower case or misspelt ("mya", "maia" for Maya
+Chen), and a content word the index never saw ("flashcrds").
+
+People are matched against the names the index knows (participants, authors, mentions the scope
+can see), so a slip of the keyboard still reaches the person. A query word that no visible
+document holds is replaced by the nearest word of the documents the search did find: the
+correction comes from the index's own words, never from a dictionary of this code's.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag.words import STOPWORDS, WORD_RE
+
+
+def edit_distance(a: str, b: str, limit: int = 3) -> int:
+    """Optimal-string-alignment distance (an adjacent swap costs one); ``limit`` + 1 when beyond."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        row = [i] + [0] * len(b)
+        for j, cb in enumerate(b, start=1):
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                row[j] = min(row[j], prev2[j - 2] + 1)
+        if min(row) > limit:
+            return limit + 1
+        prev2, prev = prev, row
+    return prev[-1]
+
+
+def allowed_edits(word: str) -> int:
+    """How far a typed word may be from what it means: one edit for a short word, two for a long
+    one, none under three letters (every two-letter word is one edit from many others)."""
+    if len(word) < 3:
+        return 0
+    return 1 if len(word) < 8 else 2
+
+
+def _close(typed: str, target: str) -> bool:
+    typed, target = typed.lower(), target.lower()
+    if typed == target:
+        return True
+    # The first letter is rarely the slip; requiring it keeps "sam" from matching "pam".
+    if typed[:1] != target[:1] or len(target) < 3:
+        return False
+    if len(typed) <= 3 and len(typed) == len(target) and sorted(typed) != sorted(target):
+        # In a three-letter word a changed letter makes another word ("say" is not Sam); only a
+        # letter left out, one too many or two swapped ("mya", "loe") is a slip.
+        return False
+    return edit_distance(typed, target, limit=2) <= allowed_edits(typed)
+
+
+class _Span:
+    """A match-like span of ``text`` (``group(0)``, ``start()``, ``end()``)."""
+
+    def __init__(self, text: str, start: int, end: int):
+        self._text, self._start, self._end = text, start, end
+
+    def group(self, _index: int = 0) -> str:
+        return self._text[self._start : self._end]
+
+    def start(self) -> int:
+        return self._start
+
+    def end(self) -> int:
+        return self._end
+
+
+def find_name(value: str, text: str, *, unknown: set[str] | None = None) -> re.Match | _Span | None:
+    """Where ``text`` names the person ``value``: the whole name or its first name, in any case,
+    or spelt one or two letters off ("mya", "maia chen") by a word in ``unknown`` (the words no
+    document holds; any word when None)."""
+    parts = value.split()
+    for needle in [value, *(parts[:1] if len(parts) > 1 else [])]:
+        m = re.search(rf"(?<![\w-]){re.escape(needle)}(?![\w-])", text, re.I)
+        if m:
+            return m
+    first = parts[0] if parts else ""
+    for m in re.finditer(r"[A-Za-z][A-Za-z'-]*", text):
+        word = m.group(0)
+        if word.lower() in STOPWORDS or word.lower() == first.lower():
+            continue
+        if unknown is not None and word.lower() not in unknown:
+            continue
+        if _close(word, first):
+            # "maia chen": the misspelt first name and the surname after it, taken together.
+            rest = text[m.end() :]
+            if len(parts) > 1 and (tail := re.match(rf"\s+{re.escape(parts[-1])}(?![\w-])", rest, re.I)):
+                return _Span(text, m.start(), m.end() + tail.end())
+            return m
+    return None
+
+
+def misspelt_people(text: str, known: list[str], *, taken: list[str], unknown: set[str]) -> list[str]:
+    """Known people the question names by a misspelt first name ("mya" for Maya Chen), besides
+    those already ``taken``. Only a word the index never saw (in ``unknown``) is read as a slip
+    ("say" is not Sam); a word close to two different first names names neither; a word that is
+    itself someone's first name is that person, not a slip for another."""
+    firsts: dict[str, list[str]] = {}
+    for value in known:
+        if value.split():
+            firsts.setdefault(value.split()[0].lower(), []).append(value)
+    found: list[str] = []
+    for word in WORD_RE.findall(text):
+        low = word.lower()
+        if low in STOPWORDS or low in firsts or low not in unknown or not low.isalpha():
+            continue
+        close = [name for name in firsts if _close(low, name)]
+        if len(close) != 1 or len(firsts[close[0]]) != 1:
+            continue
+        value = firsts[close[0]][0]
+        if value not in found and value not in taken:
+            found.append(value)
+    return found
+
+
+# -- content words the index never saw ------------------------------------------------------------
+
+
+def correction(word: str, vocabulary: set[str]) -> str | None:
+    """The one word of ``vocabulary`` nearest to ``word`` within its allowed edits (None when
+    none is, or when two are equally near: a guess between two words is no correction). A word
+    under six letters is not corrected: one letter off, it is as likely a word of a subject the
+    sources do not hold ("moons", "bones") as a slip; two edits need nine letters."""
+    if len(word) < 6:
+        return None
+    limit = 1 if len(word) < 9 else 2
+    low = word.lower()
+    best: dict[int, set[str]] = {}
+    for candidate in vocabulary:
+        if candidate == low or candidate[:1] != low[:1] or abs(len(candidate) - len(low)) > limit:
+            continue
+        d = edit_distance(low, candidate, limit=limit)
+        if d <= limit:
+            best.setdefault(d, set()).add(candidate)
+    if not best:
+        return None
+    nearest = best[min(best)]
+    return next(iter(nearest)) if len(nearest) == 1 else None
+
+
+def correct_query(query: str, *, unknown: set[str], vocabulary: set[str]) -> tuple[str, dict[str, str]]:
+    """``query`` with each of its ``unknown`` words replaced by its correction from ``vocabulary``;
+    the replacements made (typed → corrected). A capitalised word of a question not written all
+    in lower case is a name typed on purpose: one the index never saw is something it does not
+    hold, and correcting it to a near word would answer a question about something else."""
+    fixes: dict[str, str] = {}
+    lower_question = query == query.lower()
+    for word in set(WORD_RE.findall(query)):
+        if not lower_question and word[:1].isupper() and query.lstrip().find(word) != 0:
+            continue
+        if word.lower() in unknown and (fixed := correction(word, vocabulary)):
+            fixes[word] = fixed
+    if not fixes:
+        return query, {}
+    pattern = re.compile(
+        r"(?<![\w-])(" + "|".join(re.escape(w) for w in sorted(fixes, key=len, reverse=True)) + r")(?![\w-])"
+    )
+    return pattern.sub(lambda m: fixes[m.group(1)], query), fixes
+
+
+def vocabulary_of(texts: list[str]) -> set[str]:
+    """The lower-case words (three letters or more, no digits) of ``texts``."""
+    return {w.lower() for text in texts for w in WORD_RE.findall(text or "") if len(w) >= 3 and w.isalpha()}
+
+
+def unknown_words(words: set[str], *, scope) -> set[str]:
+    """Those of ``words`` (lower case) that no document visible in ``scope`` holds, as the keyword
+    index reads them (stop words, which it drops, count as known)."""
+    from django.db import connection
+
+    from rag.search import SearchFilters, filter_sql
+
+    words = {w.lower() for w in words if w.isalpha() and len(w) >= 3 and w.lower() not in STOPWORDS}
+    if not words:
+        return set()
+    where, params = filter_sql(SearchFilters(), scope)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT w FROM unnest(%(words)s::text[]) AS w
+                WHERE numnode(plainto_tsquery('english', w)) > 0
+                  AND NOT EXISTS (SELECT 1 FROM rag_chunk c
+                                  WHERE c.tsv @@ plainto_tsquery('english', w) AND {where})""",
+            {**params, "words": sorted(words)},
+        )
+        return {row[0] for row in cursor.fetchall()}

@@ -1,0 +1,120 @@
+"""Words typed a little wrong: names in lower case or misspelt, and content words the index never
+saw. The parser's part needs no database; the asks run on the demo corpus (real PostgreSQL, the
+real local model, the offline answerer)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.acl import Scope
+from rag.answering.analysis import parse_query
+from rag.answering.selectors import Facets
+from rag.answering.services import ask_collect
+from rag.answering.spelling import correct_query, correction, edit_distance, unknown_words
+from rag.demo import demo_documents
+from rag.services import chunk_upsert
+from tests.rag.answering.test_scenarios import DEMO_TODAY, pinned_today, users  # noqa: F401 (fixtures)
+
+PEOPLE = Facets(
+    collections=[], domains=[], tags=[], entities=[],
+    people=[{"value": v, "count": 1} for v in ("Maya Chen", "Sam Okafor", "Leo Martin")],
+)  # fmt: skip
+
+
+def test_edit_distance_counts_a_swap_as_one():
+    assert edit_distance("maya", "maia") == 1
+    assert edit_distance("mya", "maya") == 1
+    assert edit_distance("flashcrds", "flashcards") == 1
+    assert edit_distance("loe", "leo") == 1
+    assert edit_distance("kitten", "sitting", limit=2) == 3  # beyond the limit
+
+
+def test_a_misspelt_first_name_the_index_never_saw_is_that_person():
+    analysis = parse_query("what did mya say about the logseq sync", today=DEMO_TODAY, facets=PEOPLE,
+                           unknown={"mya", "say"})  # fmt: skip
+    assert analysis.people == ["Maya Chen"]  # and "say" is not Sam: a changed letter makes another word
+    chip = analysis.chips[0]
+    assert (chip.value, chip.phrase, chip.origin) == ("Maya Chen", "mya", "guessed")
+
+
+def test_a_misspelt_whole_name_is_the_person_and_names_them_as_surely_as_capitals():
+    analysis = parse_query("how many meetings did maia chen attend", today=DEMO_TODAY, facets=PEOPLE,
+                           unknown={"maia", "chen"})  # fmt: skip
+    assert [(c.value, c.phrase, c.origin) for c in analysis.chips] == [("Maya Chen", "maia chen", "stated")]
+
+
+def test_a_word_the_index_holds_is_not_read_as_a_misspelt_name():
+    assert parse_query("what did mya say", today=DEMO_TODAY, facets=PEOPLE, unknown=set()).people == []
+
+
+def test_a_whole_name_in_lower_case_is_stated():
+    analysis = parse_query("what did sam okafor say about the notion sync", today=DEMO_TODAY, facets=PEOPLE)
+    assert [(c.value, c.origin) for c in analysis.chips] == [("Sam Okafor", "stated")]
+    # A first name alone stays a guess: it ranks what carries it and hides nothing.
+    assert parse_query("what did sam say", today=DEMO_TODAY, facets=PEOPLE).chips[0].origin == "guessed"
+
+
+def test_an_unknown_word_is_corrected_to_the_one_nearest_word_of_the_vocabulary():
+    vocabulary = {"flashcards", "cards", "work", "review"}
+    assert correct_query("how do flashcrds work", unknown={"flashcrds"}, vocabulary=vocabulary) == (
+        "how do flashcards work",
+        {"flashcrds": "flashcards"},
+    )
+    # A capitalised name the index never saw is something it does not hold, not a slip.
+    assert correct_query("Who founded Zephir Robotics?", unknown={"zephir"}, vocabulary={"zephyr"})[1] == {}
+    assert correct_query("who founded zephir robotics", unknown={"zephir"}, vocabulary={"zephyr"})[1] == {
+        "zephir": "zephyr"
+    }
+    assert correction("planed", {"planned", "placed"}) is None  # two equally near: no guess
+    assert correction("moons", {"moods"}) is None  # too short to tell a slip from another word
+
+
+# -- through the ask, on the demo corpus ----------------------------------------------------------
+
+
+@pytest.fixture
+def demo(users, local_embedder, db):  # noqa: F811
+    assert not chunk_upsert(documents=demo_documents(DEMO_TODAY), embedder=local_embedder).errors
+    return users
+
+
+def ask(user, query):
+    return ask_collect(user=user, scope=Scope.for_user(user), query=query, today=DEMO_TODAY, log=False)
+
+
+@pytest.mark.django_db
+def test_unknown_words_are_those_no_visible_document_holds(demo):
+    scope = Scope.for_user(demo["member"])
+    assert unknown_words({"flashcrds", "notion", "sync", "the"}, scope=scope) == {"flashcrds"}
+    # "latency" is only in a restricted meeting: to an outsider it is a word no document holds.
+    assert "latency" in unknown_words({"latency"}, scope=Scope.for_user(demo["outsider"]))
+
+
+@pytest.mark.django_db
+def test_a_lower_case_name_also_ranks_what_mentions_the_person(demo):
+    body = ask(demo["member"], "what did leo ask for")
+    assert "monthly report of unanswered questions" in body["answer"], body["answer"]
+
+
+@pytest.mark.django_db
+def test_a_misspelt_name_is_searched_as_the_index_spells_it(demo):
+    body = ask(demo["member"], "what did mya say about the logseq sync")
+    assert "Maya" in body["searched_query"]
+    assert "fifteen minutes" in body["answer"], body["answer"]
+
+
+@pytest.mark.django_db
+def test_a_misspelt_word_is_searched_as_the_nearest_word_of_the_documents_found(demo):
+    body = ask(demo["member"], "what happens to notoin pages that were deleted")
+    assert "notion" in body["searched_query"].split(), body["searched_query"]
+    assert "soft-deletes" in body["answer"], body["answer"]
+
+
+@pytest.mark.django_db
+def test_words_of_a_person_not_visible_are_not_replaced_by_someone_elses(demo):
+    # The outsider sees Sam Okafor in a public meeting but not his words on the Notion sync: the
+    # public Notion page is not what he said, and the name is not lifted to quote it.
+    body = ask(demo["outsider"], "what did sam okafor say about the notion sync")
+    assert not body["citations"], body["answer"]
+    person = next(c for c in body["analysis_filters"] if c["field"] == "people")
+    assert not person.get("widened"), person
