@@ -20,6 +20,7 @@ from functools import lru_cache
 from rag.llm.base import Completion, LLMError
 from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, ContextSource, parse_stated, parse_user_prompt
 from rag.llm.prose import expected_form_missing, has_expected_form, negation_unmet, unmentioned_names
+from rag.llm.sentence_rank import word_fit
 from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitations, role names
     SPEAKER_RE,
     agenda_lead,
@@ -91,7 +92,8 @@ class Sentence:
 
     @property
     def asks(self) -> bool:
-        return self.text.rstrip().endswith("?")
+        # "**Which shortcuts can be customized?**": a bold question is still a question.
+        return self.text.rstrip().rstrip("*_").rstrip().endswith("?")
 
 
 def clean_line(line: str) -> str:
@@ -223,6 +225,8 @@ class ExtractiveLLM:
         question_penalty: float = 0.3,
         reply_weight: float = 0.8,
         form_bonus: float = 0.1,
+        pairs_weight: float = 0.2,
+        rare_weight: float = 0.1,
     ):
         self._embedder = embedder
         self.max_sentences = max_sentences
@@ -247,6 +251,9 @@ class ExtractiveLLM:
         self.question_penalty = question_penalty
         self.reply_weight = reply_weight
         self.form_bonus = form_bonus
+        # Written sentences only: the question's word pairs and rare words they say (``sentence_rank``).
+        self.pairs_weight = pairs_weight
+        self.rare_weight = rare_weight
 
     @property
     def embedder(self):
@@ -312,13 +319,18 @@ class ExtractiveLLM:
         )
         central = _centrality(vecs)
         prose = not any(c.speaker for c in candidates)
-        for cand, vec, centre in zip(candidates, vecs, central, strict=True):
+        fits = word_fit(question, [c.text for c in candidates]) if prose else [None] * len(candidates)
+        for cand, vec, centre, fit in zip(candidates, vecs, central, fits, strict=True):
             cand.similarity = _dot(q_vec, vec)
             # The sources come ranked by their whole evidence (several chunks, a meeting's
             # agenda), a steadier judgment of which document answers than one sentence's
             # closeness: QMSum validation, citations from the question's meeting 61% at 0.1,
             # 71% at 0.5 (fit half 57% -> 70%, held-out 65% -> 73%).
             cand.relevance = 0.65 * cand.similarity + 0.25 * cand.overlap
+            if fit is not None:
+                # A written fact is answered by the sentence that restates the question's words
+                # around it, in its order: closeness alone ranks any sentence on the topic as high.
+                cand.relevance += self.pairs_weight * fit.pairs + self.rare_weight * fit.rare
             if prose and self.form_bonus and has_expected_form(question, cand.text):
                 # "When…?" is answered by the sentence with a date, "who…?" by one with a name.
                 cand.relevance += self.form_bonus
