@@ -32,6 +32,12 @@ _FAMILIES = {
     "recommendation": "recommend", "suggestion": "suggest", "explanation": "explain",
     "description": "describe", "preference": "prefer", "preferred": "prefer", "decrease": "decrease",
     "raised": "raise", "raising": "raise", "said": "say", "says": "say", "thought": "think",
+    # Short verbs the suffix rule leaves alone (it keeps stems of four letters or more) and
+    # common irregular pasts: "what did Leo ask for?" is answered by "Leo asked for…".
+    "asked": "ask", "asking": "ask", "added": "add", "adding": "add", "paid": "pay", "sent": "send",
+    "met": "meet", "took": "take", "wrote": "write", "written": "write", "chose": "choose",
+    "chosen": "choose", "bought": "buy", "sold": "sell", "built": "build", "spent": "spend",
+    "lost": "lose", "won": "win", "began": "begin", "begun": "begin",
 }  # fmt: skip
 
 
