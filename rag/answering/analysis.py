@@ -15,7 +15,7 @@ import logging
 import re
 from dataclasses import dataclass, field, replace
 
-from rag.answering.dates import _MONTH_RE, _WEEKDAY_RE, parse_dates
+from rag.answering.dates import MONTH_RE, WEEKDAY_RE, parse_dates
 from rag.answering.selectors import Facets
 from rag.answering.sources import collection_label
 from rag.answering.spelling import find_name, misspelt_people
@@ -436,7 +436,7 @@ def _iso(value) -> dt.date | None:
 
 _TEMPORAL_RE = re.compile(
     rf"\b(?:today|yesterday|tonight|weekend|week|month|year|quarter|days?|ago|since|before|after|"
-    rf"recent|recently|lately|between|during|until|{_MONTH_RE}|{_WEEKDAY_RE}|\d{{4}})s?\b",
+    rf"recent|recently|lately|between|during|until|{MONTH_RE}|{WEEKDAY_RE}|\d{{4}})s?\b",
     re.I,
 )
 

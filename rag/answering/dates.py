@@ -17,8 +17,8 @@ MONTHS["may"] = 5
 WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
 UNITS = {"day": 1, "week": 7, "month": 30, "year": 365}
 
-_MONTH_RE = "|".join(sorted((m for m in MONTHS), key=len, reverse=True))
-_WEEKDAY_RE = "|".join(WEEKDAYS)
+MONTH_RE = "|".join(sorted((m for m in MONTHS), key=len, reverse=True))
+WEEKDAY_RE = "|".join(WEEKDAYS)
 _NUM_WORDS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
     "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3,
@@ -64,7 +64,7 @@ def _period(expr: str, today: dt.date) -> tuple[dt.date, dt.date] | None:
         day = today - dt.timedelta(days=back)
         return day, day
     if m := re.fullmatch(
-        rf"(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+)?({_MONTH_RE})\.?(?:\s+(\d{{1,2}})(?:st|nd|rd|th)?)?,?(?:\s+(\d{{4}}))?",
+        rf"(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+)?({MONTH_RE})\.?(?:\s+(\d{{1,2}})(?:st|nd|rd|th)?)?,?(?:\s+(\d{{4}}))?",
         expr,
     ):
         month = MONTHS[m[2]]
@@ -87,8 +87,8 @@ def _period(expr: str, today: dt.date) -> tuple[dt.date, dt.date] | None:
 
 
 _EXPR = (
-    rf"(?:today|yesterday|\d{{4}}-\d{{1,2}}(?:-\d{{1,2}})?|{_WEEKDAY_RE}"
-    rf"|(?:\d{{1,2}}(?:st|nd|rd|th)?\s+)?(?:{_MONTH_RE})\.?(?:\s+\d{{1,2}}(?:st|nd|rd|th)?)?,?(?:\s+\d{{4}})?|\d{{4}})"
+    rf"(?:today|yesterday|\d{{4}}-\d{{1,2}}(?:-\d{{1,2}})?|{WEEKDAY_RE}"
+    rf"|(?:\d{{1,2}}(?:st|nd|rd|th)?\s+)?(?:{MONTH_RE})\.?(?:\s+\d{{1,2}}(?:st|nd|rd|th)?)?,?(?:\s+\d{{4}})?|\d{{4}})"
 )
 
 

@@ -62,7 +62,7 @@ def measure_stream(*, question: str, user=None, scope: Scope | None = None, mode
 
 def _plain(text: str) -> str:
     """A chunk without link/ref markup (the answerer quotes ``[label](url)`` as ``label``)."""
-    from rag.llm.extractive import clean_line
+    from rag.llm.sentences import clean_line
 
     return "\n".join(clean_line(line) for line in text.splitlines())
 

@@ -10,7 +10,8 @@ from rag.acl import Scope
 from rag.answering.selectors import document_topics
 from rag.answering.sources import DocumentEvidence, group_hits, rank_documents, select_hits
 from rag.llm.context import ContextSource
-from rag.llm.extractive import ExtractiveLLM, _centrality, names_speaker, says_something
+from rag.llm.extractive import ExtractiveLLM, _centrality
+from rag.llm.transcripts import names_speaker, says_something
 from rag.models import Project
 from rag.search import Hit
 from rag.services import source_soft_delete

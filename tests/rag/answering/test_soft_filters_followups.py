@@ -17,7 +17,7 @@ from rag.answering.selectors import Facets, facet_values
 from rag.answering.services import ask_collect
 from rag.answering.sources import collection_label, plain_text, snippet
 from rag.demo import demo_documents
-from rag.llm.extractive import tidy_speech
+from rag.llm.transcripts import tidy_speech
 from rag.search import SearchFilters
 from rag.services import chunk_upsert
 from rag.units import SourceDocument, Unit

@@ -9,7 +9,9 @@ import pytest
 
 from rag.llm import Completion, get_chat_llm, get_llm
 from rag.llm.context import ContextSource, format_user_prompt, parse_user_prompt
-from rag.llm.extractive import ExtractiveLLM, split_sentences, split_turns, tidy_speech
+from rag.llm.extractive import ExtractiveLLM
+from rag.llm.sentences import split_sentences, split_turns
+from rag.llm.transcripts import tidy_speech
 from tests.rag.answering.conftest import COURSE, MEETINGS
 
 SOURCES = [ContextSource(n=i, title=t, text=txt) for i, (_, t, _, txt) in enumerate(COURSE, start=1)] + [

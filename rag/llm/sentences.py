@@ -1,0 +1,101 @@
+"""Sources as sentences: a note's lines as prose (no bullets, heading marks, block refs or link
+brackets), split into sentences; a transcript's lines split into (speaker, sentence) turns; and a
+quoted sentence with its citation mark."""
+
+from __future__ import annotations
+
+import re
+
+from rag.llm.transcripts import SPEAKER_RE, tidy_speech
+from rag.words import WORD_RE
+
+_SENT_SPLIT_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_PROPERTY_RE = re.compile(r"^\s*[\w-]+::\s*")
+_BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_HEADING_RE = re.compile(r"^\s*#{1,6}\s+")
+_BLOCK_REF_RE = re.compile(r"\(\([0-9a-f-]{8,}\)\)")
+_LINK_RE = re.compile(r"\[\[([^\]]+)\]\]")
+_MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_ORG_DIRECTIVE_RE = re.compile(r"#\+\w+(?::\S*)?")
+
+
+def clean_line(line: str) -> str:
+    """A source line as prose: no bullets, heading marks, block refs or link brackets."""
+    line = _BLOCK_REF_RE.sub("", line)
+    line = _ORG_DIRECTIVE_RE.sub("", line)
+    line = _LINK_RE.sub(r"\1", line)
+    line = _MD_LINK_RE.sub(r"\1", line)
+    line = _HEADING_RE.sub("", line)
+    line = _BULLET_RE.sub("", line)
+    return re.sub(r"\s+", " ", line).strip()
+
+
+def split_sentences(text: str, *, max_chars: int = 400) -> list[str]:
+    """Sentences of a source, one line of notes at a time (bullets rarely end with a period)."""
+    out: list[str] = []
+    in_code = False
+    lead = ""  # "To create a card:" introduces the bullet under it: quote them together
+    for raw in text.splitlines():
+        if raw.strip().startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code or _HEADING_RE.match(raw):
+            continue  # a heading is a fragment, not an answer: its words are in the title/path
+        # "description:: Cards are blocks that…" keeps its value; short ones ("type:: [[Feature]]")
+        # fall below the word minimum.
+        is_property = bool(_PROPERTY_RE.match(raw))
+        line = clean_line(_PROPERTY_RE.sub("", raw, count=1))
+        if not line:
+            continue
+        if lead and is_property:  # a list intro followed by properties: quote the intro alone
+            out.extend(_sentences(lead, max_chars))
+            lead = ""
+        if lead:
+            line, lead = f"{lead} {line}", ""
+        if line.endswith(":") and len(line) < 120:
+            lead = line
+            continue
+        out.extend(_sentences(line, max_chars))
+    if lead:
+        out.extend(_sentences(lead, max_chars))
+    return out
+
+
+def _sentences(line: str, max_chars: int) -> list[str]:
+    out = []
+    for sentence in _SENT_SPLIT_RE.split(line):
+        sentence = sentence.strip()
+        if len(WORD_RE.findall(sentence)) < 4:
+            continue
+        if len(sentence) > max_chars:
+            cut = sentence[:max_chars].rsplit(" ", 1)[0]
+            sentence = cut.rstrip(",;:") + "…"
+        out.append(sentence)
+    return out
+
+
+def split_turns(text: str, *, max_chars: int = 400) -> list[tuple[str, str]]:
+    """(speaker, sentence) pairs: a transcript's lines lose their "Name: " prefix to ``speaker``.
+
+    A text is a transcript when at least two of its lines start with a short capitalised name
+    and a colon; anything else has no speakers (a lone "Note: …" line is not a turn).
+    """
+    lines = text.splitlines()
+    turns = [SPEAKER_RE.match(line) for line in lines]
+    if sum(1 for m in turns if m) < 2:
+        return [("", s) for s in split_sentences(text, max_chars=max_chars)]
+    out: list[tuple[str, str]] = []
+    for line, m in zip(lines, turns, strict=True):
+        if m:
+            out.extend((m[1], s) for s in split_sentences(tidy_speech(m[2]), max_chars=max_chars))
+        else:
+            out.extend(("", s) for s in split_sentences(line, max_chars=max_chars))
+    return out
+
+
+def cite(sentence: str, n: int) -> str:
+    """``sentence`` with ``[n]`` before its final punctuation (or at its end)."""
+    sentence = sentence.rstrip()
+    if sentence and sentence[-1] in ".!?" and not sentence.endswith("..."):
+        return f"{sentence[:-1]} [{n}]{sentence[-1]}"
+    return f"{sentence} [{n}]"
