@@ -240,10 +240,6 @@ def existing_chunks() -> int:
         return cursor.fetchone()[0]
 
 
-def _vector_text(vec: np.ndarray) -> str:
-    return "[" + ",".join(f"{x:.6f}" for x in vec) + "]"
-
-
 def build_corpus(
     n: int,
     *,
