@@ -32,6 +32,7 @@ from django.db import OperationalError, connection, transaction
 
 from knowhub import replicas
 from rag.acl import Scope
+from rag.bm25_length import CREATE_LENGTH_FUNCTION, DL_COLUMN, DL_FUNCTION, length_function_current
 
 logger = logging.getLogger(__name__)
 
@@ -510,12 +511,12 @@ class PgTextsearch:
             cursor.fetchone()[0]
             and _bm25_index_present(cursor)
             and not triggers_present(cursor)
-            and _dl_function_current(cursor)
+            and length_function_current(cursor)
         )
 
     def set_up(self, cursor) -> None:
         cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_textsearch")
-        cursor.execute(_CREATE_DL_FUNCTION)
+        cursor.execute(CREATE_LENGTH_FUNCTION)
         # pg_textsearch indexes columns, not expressions: title and content in one stored column,
         # and beside it the length the index gives that text (``score_sql`` reads it). One ALTER:
         # adding a stored column rewrites the table.
@@ -561,49 +562,6 @@ _PREPARE_SQL = """
            (SELECT score FROM long),
            (SELECT reloptions FROM pg_class WHERE oid = to_regclass(%(bm25index)s))
 """
-
-
-# The document length pg_textsearch scores a row with: its token count (the positions
-# ``to_tsvector`` gives its text, which the index's tokeniser also yields) rounded down the way
-# the index stores it. Stored per row at write time, so scoring a row from ``tsv`` reads it
-# instead of deriving it per query (two ts_rank calls and the rounding: ~65 µs a row, most of a
-# selective filter's keyword half).
-DL_COLUMN = "search_dl"
-DL_FUNCTION = "rag_bm25_length"
-
-
-# PL/pgSQL rather than a SQL function: a SQL body with sub-selects is never inlined, and running
-# it through the SQL-function executor for every written row cost several times the text
-# analysis itself, which made bulk loads crawl. The rounding is Lucene's SmallFloat
-# ``intToByte4`` with 24 free values (0…39 exact, then 4 significant bits of ``length − 24``).
-_CREATE_DL_FUNCTION = f"""
-    CREATE OR REPLACE FUNCTION {DL_FUNCTION}(body text) RETURNS integer
-    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
-    DECLARE
-        x integer;
-        k integer := 1;
-    BEGIN
-        SELECT coalesce(sum(cardinality(u.positions)), 0) INTO x FROM unnest(to_tsvector('english', body)) u;
-        IF x < 40 THEN
-            RETURN x;
-        END IF;
-        WHILE x - 24 >= (16 << k) LOOP
-            k := k + 1;
-        END LOOP;
-        RETURN 24 + ((x - 24) & ~((1 << k) - 1));
-    END
-    $$
-"""
-
-
-def _dl_function_current(cursor) -> bool:
-    """The length function is the PL/pgSQL one (a database set up earlier has the slow SQL one)."""
-    cursor.execute(
-        "SELECT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang "
-        "WHERE p.proname = %s AND l.lanname = 'plpgsql')",
-        [DL_FUNCTION],
-    )
-    return cursor.fetchone()[0]
 
 
 BROAD_FILTER = 0.1  # a filter keeping this share of the chunks or more: walk the index

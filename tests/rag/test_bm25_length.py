@@ -7,6 +7,7 @@ import pytest
 from django.db import connection, transaction
 
 from rag import text_search
+from rag.bm25_length import DL_FUNCTION
 
 pytestmark = pytest.mark.django_db
 
@@ -33,18 +34,18 @@ def pg_textsearch(settings):
 def test_the_length_is_the_token_count_rounded_like_the_index(pg_textsearch, words):
     body = " ".join(f"w{i}x" for i in range(words))  # distinct tokens: one position each
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {text_search.DL_FUNCTION}(%s)", [body])
+        cursor.execute(f"SELECT {DL_FUNCTION}(%s)", [body])
         assert cursor.fetchone()[0] == lucene_rounded(words)
 
 
 def test_an_earlier_sql_length_function_is_replaced(pg_textsearch):
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            f"CREATE OR REPLACE FUNCTION {text_search.DL_FUNCTION}(body text) RETURNS integer "
+            f"CREATE OR REPLACE FUNCTION {DL_FUNCTION}(body text) RETURNS integer "
             "LANGUAGE sql IMMUTABLE STRICT AS $$ SELECT length(body) $$"
         )
         assert not text_search.PgTextsearch().is_set_up(cursor)
         text_search.reset()
         text_search.ensure_backend()
-        cursor.execute(f"SELECT {text_search.DL_FUNCTION}('three small words')")
+        cursor.execute(f"SELECT {DL_FUNCTION}('three small words')")
         assert cursor.fetchone()[0] == 3
