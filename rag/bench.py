@@ -324,18 +324,16 @@ def build_corpus(
     )
 
 
+# Each column with the type its binary COPY sends: vectors go as float4 arrays, never formatted as
+# text and parsed back.
 LOAD_COLUMNS = (
-    "chunk_uid", "collection", "source_type", "source_id", "unit_anchor", "chunk_idx", "title", "breadcrumb", "url",
-    "content", "content_hash", "embedding", "embedding_model", "domain", "concepts", "mnemonic_tags",
-    "code_languages", "has_image", "pii_level", "author_hash", "date", "metadata", "visibility", "project_id",
-    "owner_hash", "created_at", "updated_at",
-)  # fmt: skip
-# Binary COPY: vectors go as float4 arrays, never formatted as text and parsed back.
-LOAD_TYPES = (
-    "varchar", "varchar", "varchar", "varchar", "varchar", "int4", "varchar", "varchar", "varchar",
-    "text", "varchar", "vector", "varchar", "varchar", "varchar[]", "varchar[]",
-    "varchar[]", "bool", "int2", "varchar", "date", "jsonb", "varchar", "int8",
-    "varchar", "timestamptz", "timestamptz",
+    ("chunk_uid", "varchar"), ("collection", "varchar"), ("source_type", "varchar"), ("source_id", "varchar"),
+    ("unit_anchor", "varchar"), ("chunk_idx", "int4"), ("title", "varchar"), ("breadcrumb", "varchar"),
+    ("url", "varchar"), ("content", "text"), ("content_hash", "varchar"), ("embedding", "vector"),
+    ("embedding_model", "varchar"), ("domain", "varchar"), ("concepts", "varchar[]"),
+    ("mnemonic_tags", "varchar[]"), ("code_languages", "varchar[]"), ("has_image", "bool"), ("pii_level", "int2"),
+    ("author_hash", "varchar"), ("date", "date"), ("metadata", "jsonb"), ("visibility", "varchar"),
+    ("project_id", "int8"), ("owner_hash", "varchar"), ("created_at", "timestamptz"), ("updated_at", "timestamptz"),
 )  # fmt: skip
 SEED = 20240607
 
@@ -403,9 +401,9 @@ def _loader_start(params: dict, plan: _LoadPlan) -> None:
 
 def _load_batch(batch: int, start: int, count: int) -> int:
     conn, plan = _loader["conn"], _loader["plan"]
-    sql = f"COPY rag_chunk ({', '.join(LOAD_COLUMNS)}) FROM STDIN (FORMAT BINARY)"
+    sql = f"COPY rag_chunk ({', '.join(name for name, _ in LOAD_COLUMNS)}) FROM STDIN (FORMAT BINARY)"
     with conn.transaction(), conn.cursor() as cursor, cursor.copy(sql) as copy:
-        copy.set_types(LOAD_TYPES)
+        copy.set_types([kind for _, kind in LOAD_COLUMNS])
         for row in _batch_rows(plan, batch, start, count):
             copy.write_row(row)
     return count

@@ -17,3 +17,13 @@ def text_backend(request, settings, db):
     assert backend.name == request.param
     yield request.param
     text_search.reset()
+
+
+@pytest.fixture
+def pg_textsearch(settings):
+    """The pg_textsearch backend for this test, and the process' cached choice forgotten after."""
+    settings.KNOWHUB_TEXT_BACKEND = "pg_textsearch"
+    text_search.reset()
+    text_search.ensure_backend()
+    yield
+    text_search.reset()

@@ -21,15 +21,6 @@ def lucene_rounded(length: int) -> int:
     return 24 + (y & ~((1 << k) - 1))
 
 
-@pytest.fixture
-def pg_textsearch(settings):
-    settings.KNOWHUB_TEXT_BACKEND = "pg_textsearch"
-    text_search.reset()
-    text_search.ensure_backend()
-    yield
-    text_search.reset()
-
-
 @pytest.mark.parametrize("words", [0, 1, 39, 40, 41, 55, 56, 100, 257, 1000, 4100, 12000])
 def test_the_length_is_the_token_count_rounded_like_the_index(pg_textsearch, words):
     body = " ".join(f"w{i}x" for i in range(words))  # distinct tokens: one position each

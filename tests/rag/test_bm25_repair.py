@@ -20,15 +20,6 @@ from tests.rag.factories import doc, load, topic_corpus
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def pg_textsearch(settings):
-    settings.KNOWHUB_TEXT_BACKEND = "pg_textsearch"
-    text_search.reset()
-    text_search.ensure_backend()
-    yield
-    text_search.reset()
-
-
 def _counts() -> tuple[int, int | None]:
     with connection.cursor() as cursor:
         return text_search.bm25_index_counts(cursor)
