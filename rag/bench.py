@@ -163,6 +163,7 @@ class BenchCorpus:
     sentences: int
     hnsw_seconds: float = 0.0
     text_index_seconds: float = 0.0
+    load_seconds: float = 0.0
     vectors: str = ""
     vector_index: str = "hnsw"
 
@@ -274,12 +275,16 @@ def build_corpus(
     )
 
     with connection.cursor() as cursor:
+        cursor.execute(_AUTOVACUUM_ON)  # in case an earlier large load was killed before it did
         cursor.execute("DELETE FROM rag_chunk WHERE collection = %s", [COLLECTION])
     big = n >= HNSW_REBUILD_ABOVE
     stat_triggers = False
     if big:
         # Building an index once over all rows is far cheaper than maintaining it row by row.
         with connection.cursor() as cursor:
+            # Autovacuum would scan the growing table again and again while it loads, on the
+            # cores the load needs; it runs once the load and the index builds are done.
+            cursor.execute("ALTER TABLE rag_chunk SET (autovacuum_enabled = off, toast.autovacuum_enabled = off)")
             for index_name, _ in VECTOR_INDEXES.values():
                 cursor.execute(f"DROP INDEX IF EXISTS {index_name}")
             cursor.execute("DROP INDEX IF EXISTS chunk_tsv_gin")
@@ -291,26 +296,24 @@ def build_corpus(
         sentences=sentences, titles=titles, docs=docs, vectors=vectors, how=how, model=embedder.name,
         project_id=project.pk, now=dt.datetime.now(dt.UTC),
     )  # fmt: skip
-    _load_rows(n, plan, progress=progress)
-    hnsw_s = text_s = 0.0
-    if big:
-        # Loaded first, indexed after, each index built with parallel workers.
-        hnsw_s = use_vector_index(vector_index, memory=build_memory)
-        t0 = time.perf_counter()
+    t0 = time.perf_counter()
+    try:
+        _load_rows(n, plan, progress=progress)
+        load_s = time.perf_counter() - t0
+        hnsw_s = text_s = 0.0
+        if big:
+            # Loaded first, indexed after.
+            hnsw_s, text_s = _build_indexes(vector_index, build_memory)
+    finally:
         with connection.cursor() as cursor:
-            cursor.execute(f"SET maintenance_work_mem = '{build_memory}'")
-            cursor.execute(f"SET max_parallel_maintenance_workers = {build_workers()}")
-            try:
-                cursor.execute("CREATE INDEX IF NOT EXISTS chunk_tsv_gin ON rag_chunk USING gin (tsv)")
-                if stat_triggers:
-                    cursor.execute("ALTER TABLE rag_chunk ENABLE TRIGGER rag_chunk_term_stat_insert")
-                    term_stats.rebuild()
-                text_search.reset()
-                text_search.ensure_backend()  # pg_textsearch: builds its bm25 index over the loaded rows
-            finally:
-                cursor.execute("RESET maintenance_work_mem")
-                cursor.execute("RESET max_parallel_maintenance_workers")
-        text_s = time.perf_counter() - t0
+            cursor.execute(_AUTOVACUUM_ON)
+    if big:
+        if stat_triggers:
+            with connection.cursor() as cursor:
+                cursor.execute("ALTER TABLE rag_chunk ENABLE TRIGGER rag_chunk_term_stat_insert")
+            term_stats.rebuild()
+        text_search.reset()
+        text_search.ensure_backend()
     else:
         hnsw_s = use_vector_index(vector_index, memory=build_memory)
         if text_search.triggers_present_now():
@@ -320,8 +323,52 @@ def build_corpus(
         cursor.execute("ANALYZE rag_term_stat")
     return BenchCorpus(
         chunks=n, built=True, build_seconds=time.perf_counter() - started, sentences=len(sentences),
-        hnsw_seconds=hnsw_s, text_index_seconds=text_s, vectors=how, vector_index=vector_index,
+        hnsw_seconds=hnsw_s, text_index_seconds=text_s, load_seconds=load_s, vectors=how, vector_index=vector_index,
     )
+
+
+_AUTOVACUUM_ON = "ALTER TABLE rag_chunk RESET (autovacuum_enabled, toast.autovacuum_enabled)"
+TEXT_BUILD_MEMORY = "1GB"  # the GIN and bm25 builds: what their posting lists need at 1M rows
+
+
+def _build_indexes(vector_index: str, memory: str) -> tuple[float, float]:
+    """Build the vector index and the two text indexes (the ``tsv`` GIN, pg_textsearch's bm25 when
+    that backend is wanted) at once, each on its own connection; the seconds the vector index took
+    and the seconds the text indexes took. Built one after another, the bm25 build (one process)
+    left the second core idle; CREATE INDEX statements on one table do not block each other."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def gin(cursor) -> None:
+        cursor.execute(f"SET max_parallel_maintenance_workers = {build_workers()}")
+        cursor.execute("CREATE INDEX IF NOT EXISTS chunk_tsv_gin ON rag_chunk USING gin (tsv)")
+
+    def bm25(cursor) -> None:
+        if text_search.wanted_backend(cursor) == text_search.PgTextsearch.name:
+            text_search.create_bm25_index(cursor)
+
+    def text_index(build) -> Callable[[], float]:
+        def run() -> float:
+            t0 = time.perf_counter()
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute(f"SET maintenance_work_mem = '{TEXT_BUILD_MEMORY}'")
+                    build(cursor)
+            finally:
+                connection.close()  # this thread's own connection
+            return time.perf_counter() - t0
+
+        return run
+
+    def vector() -> float:
+        try:
+            return use_vector_index(vector_index, memory=memory)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(3) as pool:
+        vector_job = pool.submit(vector)
+        text_jobs = [pool.submit(text_index(build)) for build in (gin, bm25)]
+        return vector_job.result(), max(job.result() for job in text_jobs)
 
 
 # Each column with the type its binary COPY sends: vectors go as float4 arrays, never formatted as

@@ -387,11 +387,13 @@ class PgTextsearch:
         operator (which returns the negated score) when ``bm25_exact`` is false. The parameter is
         a literal by the time the planner sees it, so only one branch remains."""
         operator = f"-({alias}.search_text <@> to_bm25query(%(bm25q)s, %(bm25index)s))"
-        from_tsv = f"""(SELECT coalesce(sum(q.s1 * cardinality(u.positions)
-            / (cardinality(u.positions) + %(bm25_a)s + %(bm25_b)s * {alias}.search_dl)), 0) * %(bm25_c)s
-                    FROM unnest(ts_filter(setweight({alias}.tsv, 'C', %(bm25_lexemes)s::text[]), '{{c}}')) u
-                    JOIN unnest(%(bm25_lexemes)s::text[], %(bm25_s1)s::float8[]) AS q(lexeme, s1)
-                        ON q.lexeme = u.lexeme)"""
+        # Per row: the row's query lexemes only (setweight marks them, ts_filter keeps them), each
+        # one's s1 looked up by its place in the lexeme list. A join with the list would build a
+        # hash table per row; float8 casts keep the arithmetic off numeric.
+        from_tsv = f"""(SELECT coalesce(sum((%(bm25_s1)s::float8[])[array_position(%(bm25_lexemes)s::text[], u.lexeme)]
+            * cardinality(u.positions) / (cardinality(u.positions) + %(bm25_a)s::float8
+                                           + %(bm25_b)s::float8 * {alias}.search_dl)), 0) * %(bm25_c)s::float8
+                    FROM unnest(ts_filter(setweight({alias}.tsv, 'C', %(bm25_lexemes)s::text[]), '{{c}}')) u)"""
         return f"(CASE WHEN %(bm25_exact)s THEN {from_tsv} ELSE {operator} END)"
 
     def filter_first(self, cursor, *, where: str, params: dict) -> bool:
@@ -463,9 +465,12 @@ class PgTextsearch:
                 # The filter is the selective part: its own indexes find the rows, the query words
                 # are checked per row. Left to itself the planner ANDs in the tsv GIN scan, which for
                 # common words reads half the index (65 of 70 ms measured at 100k chunks, 1 % filter).
+                # OFFSET 0 keeps the filter's scan apart without a materialised CTE, which would
+                # copy every filtered row's tsv into its store first.
                 return f"""
-                    WITH f AS MATERIALIZED (SELECT c.id, c.tsv, c.search_dl, {text} FROM rag_chunk c WHERE {where})
-                    SELECT c.id, {self.score_sql("c")} AS s FROM f c WHERE c.tsv @@ %(tsq)s::tsquery
+                    SELECT c.id, {self.score_sql("c")} AS s
+                    FROM (SELECT c.id, c.tsv, c.search_dl, {text} FROM rag_chunk c WHERE {where} OFFSET 0) c
+                    WHERE c.tsv @@ %(tsq)s::tsquery
                     ORDER BY s DESC, c.id LIMIT %(n)s
                 """
             return f"""
@@ -526,15 +531,20 @@ class PgTextsearch:
             f"ADD COLUMN IF NOT EXISTS {DL_COLUMN} integer "
             f"GENERATED ALWAYS AS ({DL_FUNCTION}(title || E'\\n' || content)) STORED"
         )
-        k1, b = float(settings.KNOWHUB_BM25_K1), float(settings.KNOWHUB_BM25_B)
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {BM25_INDEX} ON rag_chunk USING bm25 (search_text) "
-            f"WITH (text_config = 'english', k1 = {k1}, b = {b})"
-        )
+        create_bm25_index(cursor)
         for trigger in _TRIGGERS:  # nothing reads rag_term_stat now: writes stop paying for it
             cursor.execute(f"DROP TRIGGER IF EXISTS {trigger} ON rag_chunk")
         cursor.execute("TRUNCATE rag_term_stat")
         logger.info("pg_textsearch: bm25 index %s in place, term-stat triggers dropped", BM25_INDEX)
+
+
+def create_bm25_index(cursor) -> None:
+    """The bm25 index over ``search_text``, with the configured k1 and b (a no-op when it exists)."""
+    k1, b = float(settings.KNOWHUB_BM25_K1), float(settings.KNOWHUB_BM25_B)
+    cursor.execute(
+        f"CREATE INDEX IF NOT EXISTS {BM25_INDEX} ON rag_chunk USING bm25 (search_text) "
+        f"WITH (text_config = 'english', k1 = {k1}, b = {b})"
+    )
 
 
 _FILLERS = ("xqzjv", "zjqxv", "vqxzj")  # a token no query holds (one is always free)

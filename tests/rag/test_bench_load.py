@@ -47,3 +47,35 @@ def test_parallel_loaders_make_the_rows_one_loader_makes(tmp_path, hashing_embed
     assert many == one
     assert all(r[7] and r[7] > 0 for r in many)  # the generated length column was filled
     assert {r[5] for r in many} == {"public", "restricted"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_large_load_builds_every_index_after_loading(tmp_path, hashing_embedder, monkeypatch):
+    """Past ``HNSW_REBUILD_ABOVE`` the indexes are dropped, the rows loaded with autovacuum off, and
+    the vector, GIN and bm25 indexes built at once on their own connections: all three are there
+    afterwards, the keyword index holds every row, and autovacuum is on again."""
+    from rag import text_search
+
+    corpus = _tiny_beir(tmp_path / "beir")
+    monkeypatch.setattr(bench, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(bench, "HNSW_REBUILD_ABOVE", 100)
+    with connection.cursor() as cursor:  # what a load killed half-way leaves behind
+        cursor.execute("ALTER TABLE rag_chunk SET (autovacuum_enabled = off)")
+    built = bench.build_corpus(230, corpus=corpus, embedder=hashing_embedder, embed_sentences=True)
+
+    assert built.built and built.hnsw_seconds > 0 and built.text_index_seconds > 0
+    with connection.cursor() as cursor:
+        present = {}
+        for name in (bench.VECTOR_INDEXES["hnsw"][0], "chunk_tsv_gin", text_search.BM25_INDEX):
+            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+            present[name] = cursor.fetchone()[0]
+        backend = text_search.wanted_backend(cursor)
+        cursor.execute("SELECT reloptions FROM pg_class WHERE oid = 'rag_chunk'::regclass")
+        options = cursor.fetchone()[0] or []
+    assert not any(o.startswith("autovacuum_enabled") for o in options)  # on again once built
+    assert present[bench.VECTOR_INDEXES["hnsw"][0]] and present["chunk_tsv_gin"]
+    assert present[text_search.BM25_INDEX] == (backend == text_search.PgTextsearch.name)
+    if backend == text_search.PgTextsearch.name:
+        with connection.cursor() as cursor:
+            rows, documents = text_search.bm25_index_counts(cursor)
+        assert documents == rows

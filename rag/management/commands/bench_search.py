@@ -134,6 +134,13 @@ class Command(BaseCommand):
             f"N = {r['chunks']:,} chunks ({r['corpus']['vectors']}); {r['queries']} queries, top_k {r['top_k']}, "
             f"{r['candidates_per_side']} candidates per side; {r['scope']}"
         )
+        c = r["corpus"]
+        if c["built_now"]:
+            self.stdout.write(
+                f"built in {c['build_seconds']} s: load {c['load_seconds']} s, {c['vector_index']} index "
+                f"{c['hnsw_build_seconds']} s ({c['vector_index_size']}), "
+                f"text indexes {c['text_index_build_seconds']} s"
+            )
         e = r["query_embedding_ms"]
         self.stdout.write(f"query embedding: p50 {e['p50']} ms, p95 {e['p95']} ms")
         self.stdout.write(f"{'case':<18} {'mode':<9} {'p50':>7} {'p95':>7} {'p50+emb':>8} {'p95+emb':>8}  (ms)")
@@ -229,6 +236,7 @@ def _report(
             "build_seconds": round(built.build_seconds, 1),
             "vector_index": built.vector_index,
             "vector_index_size": bench.vector_index_size(),
+            "load_seconds": round(built.load_seconds, 1),
             "hnsw_build_seconds": round(built.hnsw_seconds, 1),  # the vector index's, hnsw or diskann
             "text_index_build_seconds": round(built.text_index_seconds, 1),
             "distinct_sentences": built.sentences,
