@@ -36,7 +36,8 @@ def split_sentences(text: str, *, max_chars: int = 400) -> list[str]:
     in_code = False
     lead = ""  # "To create a card:" introduces the bullet under it: quote them together
     for raw in text.splitlines():
-        if raw.strip().startswith("```"):
+        # A fence may open a list item ("- ```edn"), as outlines write code under a bullet.
+        if _BULLET_RE.sub("", raw).strip().startswith("```"):
             in_code = not in_code
             continue
         if in_code or _HEADING_RE.match(raw):
