@@ -19,7 +19,14 @@ from functools import lru_cache
 
 from rag.llm.base import Completion, LLMError
 from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, ContextSource, parse_stated, parse_user_prompt
-from rag.llm.prose import expected_form_missing, has_expected_form, negation_unmet, unmentioned_names
+from rag.llm.counts import counted_thing, counts_thing
+from rag.llm.prose import (
+    expected_form_missing,
+    has_expected_form,
+    negation_unmet,
+    only_points_elsewhere,
+    unmentioned_names,
+)
 from rag.llm.sentence_rank import word_fit
 from rag.llm.sentences import cite, split_sentences, split_turns
 from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitations, role names
@@ -29,7 +36,7 @@ from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitation
     quote,
     says_something,
 )
-from rag.words import content_terms, stem
+from rag.words import content_terms, implied_terms, stem
 
 logger = logging.getLogger(__name__)
 
@@ -134,6 +141,7 @@ class ExtractiveLLM:
         form_bonus: float = 0.1,
         pairs_weight: float = 0.2,
         rare_weight: float = 0.1,
+        count_bonus: float = 0.3,
     ):
         self._embedder = embedder
         self.max_sentences = max_sentences
@@ -161,6 +169,7 @@ class ExtractiveLLM:
         # Written sentences only: the question's word pairs and rare words they say (``sentence_rank``).
         self.pairs_weight = pairs_weight
         self.rare_weight = rare_weight
+        self.count_bonus = count_bonus
 
     @property
     def embedder(self):
@@ -227,6 +236,7 @@ class ExtractiveLLM:
         central = _centrality(vecs)
         prose = not any(c.speaker for c in candidates)
         fits = word_fit(question, [c.text for c in candidates]) if prose else [None] * len(candidates)
+        counted = counted_thing(question)
         for cand, vec, centre, fit in zip(candidates, vecs, central, fits, strict=True):
             cand.similarity = _dot(q_vec, vec)
             # The sources come ranked by their whole evidence (several chunks, a meeting's
@@ -238,6 +248,10 @@ class ExtractiveLLM:
                 # A written fact is answered by the sentence that restates the question's words
                 # around it, in its order: closeness alone ranks any sentence on the topic as high.
                 cand.relevance += self.pairs_weight * fit.pairs + self.rare_weight * fit.rare
+            if counted and counts_thing(counted, cand.text):
+                # "How many analysts…?": the sentence with a number of analysts, spoken or written,
+                # over one that counts something else (the sources' rank would otherwise decide).
+                cand.relevance += self.count_bonus
             if prose and self.form_bonus and has_expected_form(question, cand.text):
                 # "When…?" is answered by the sentence with a date, "who…?" by one with a name.
                 cand.relevance += self.form_bonus
@@ -258,6 +272,8 @@ class ExtractiveLLM:
             # (penalised after lending, so its reply inherits its own relevance).
             if cand.asks:
                 cand.relevance -= self.question_penalty
+            elif prose and only_points_elsewhere(cand.text):
+                cand.relevance -= self.question_penalty  # "See Logseq Sync Encryption.": no answer
             prior = 1.0 - rank.get(cand.source.n, 0) / n_sources
             cand.score = cand.relevance + self.source_rank_weight * prior
         self.last_candidates = candidates
@@ -490,7 +506,7 @@ def _score_overlap(candidates: list[Sentence], q_terms: set[str]) -> None:
     Keyword overlap weighted by rarity among the candidates: "logseq" in every sentence of the
     Logseq docs says nothing, "flashcard" says a lot.
     """
-    own_terms = [content_terms(c.text) for c in candidates]
+    own_terms = [content_terms(c.text) | implied_terms(c.text) for c in candidates]
     title_terms = [content_terms(c.source.title) for c in candidates]
     df: dict[str, int] = {}
     for own, title in zip(own_terms, title_terms, strict=True):
