@@ -1,13 +1,15 @@
 """Causes of answers that missed their fact (issue 26's scenario suite), each reproduced on its
 own: a code fence under a bullet, "use" taken for a stop word, a price stated without the word
-"cost", a count of something else, a sentence that only points to another page."""
+"cost", a count of something else, a sentence that only points to another page, the headings a
+note's sentence sits under, steps quoted without their first one."""
 
 from __future__ import annotations
 
 from rag.llm.context import ContextSource
 from rag.llm.counts import counted_thing, counts_thing
+from rag.llm.extractive import Sentence, _embedded_text, _score_overlap, asks_how_to
 from rag.llm.prose import only_points_elsewhere
-from rag.llm.sentences import split_sentences
+from rag.llm.sentences import split_sections, split_sentences
 from rag.words import COMMON_WORDS, content_terms, implied_terms
 from tests.rag.llm.test_extractive import run
 
@@ -107,3 +109,50 @@ def test_a_sentence_that_only_points_elsewhere_is_not_an_answer():
     assert not only_points_elsewhere(
         "See the sync settings, where each graph is given its own password and its own key for encryption."
     )
+
+
+def test_a_sentence_knows_the_headings_it_sits_under():
+    sections = dict((s, h) for h, s in split_sections("Usage\n" + OUTLINE + "# Notes\nA plain paragraph is here.\n"))
+    assert sections["Open the settings file."] == "Usage Creating a thing"
+    assert sections["Type the thing's name wrapped in curly braces in any block."] == "Usage Using a thing"
+    assert sections["A plain paragraph is here."] == "Notes"
+
+
+def test_the_headings_give_a_sentence_its_subject():
+    src = ContextSource(n=1, title="Things", text="")
+    under = Sentence(source=src, position=0, text="Type the name in curly braces.", section="Using a thing")
+    assert _embedded_text(under) == "Things Using a thing: Type the name in curly braces."
+    assert _embedded_text(Sentence(source=ContextSource(n=2, title="", text=""), position=0, text="x y")) == "x y"
+
+
+STEPS = ContextSource(
+    n=1,
+    title="Widgets",
+    text=(
+        "Usage\n"
+        "- Creating a widget\n"
+        "  - Open the settings file.\n"
+        "  - Scroll down to the `:widgets` section of the settings and add your widget's name in quotation marks.\n"
+        "  - Separate the widget's name and its template with a space, both in quotation marks.\n"
+        "  - Variables such as `$1` and `$2` can be used to place parameters in the widget template.\n"
+        "  - For readability, use a line break to separate each widget in the settings.\n"
+        "- Showing a widget\n"
+        "  - Type the widget name wrapped in curly braces in any block.\n"
+    ),
+)
+
+
+def test_how_to_steps_are_quoted_from_the_first(local_embedder):
+    assert asks_how_to("how do i create a widget") and asks_how_to("and how do I use it?")
+    assert not asks_how_to("what is a widget")
+    _, text = run("how do i create a widget", sources=[STEPS])
+    assert "Open the settings file" in text
+    assert text.index("Open the settings file") < text.index("Scroll down")
+
+
+def test_the_headings_words_count_for_the_sentence_as_its_title_does():
+    src = ContextSource(n=1, title="Things", text="")
+    under = Sentence(source=src, position=0, text="Type the name in curly braces.", section="Using a thing")
+    other = Sentence(source=src, position=1, text="Open the settings file first.", section="Creating a thing")
+    _score_overlap([under, other], content_terms("how do i use it"))
+    assert under.matched == 1 and other.matched == 0
