@@ -517,7 +517,9 @@ def _without_stated(question: str, stated: list[str] | None) -> tuple[str, bool]
 def _embedded_text(c: Sentence) -> str:
     """The sentence as embedded: its page title and the headings over it give it its subject ("To
     create one, add #card" under "Flashcards", "type the name in curly braces" under "Using a Macro")."""
-    subject = " ".join(part for part in (c.source.title, c.section) if part)
+    # An article's one heading is usually its title again: said twice, it would only weigh more.
+    section = "" if c.section.lower() in c.source.title.lower() else c.section
+    subject = " ".join(part for part in (c.source.title, section) if part)
     return f"{subject}: {c.text}" if subject else c.text
 
 

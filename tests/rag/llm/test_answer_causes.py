@@ -156,3 +156,9 @@ def test_the_headings_words_count_for_the_sentence_as_its_title_does():
     other = Sentence(source=src, position=1, text="Open the settings file first.", section="Creating a thing")
     _score_overlap([under, other], content_terms("how do i use it"))
     assert under.matched == 1 and other.matched == 0
+
+
+def test_a_heading_that_repeats_the_title_is_not_embedded_twice():
+    src = ContextSource(n=1, title="1973 oil crisis", text="")
+    under = Sentence(source=src, position=0, text="The embargo began in October.", section="1973 oil crisis")
+    assert _embedded_text(under) == "1973 oil crisis: The embargo began in October."
