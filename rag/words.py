@@ -18,8 +18,12 @@ me more most my myself no nor not now of off on once only or other our ours ours
 own same she should so some such than that the their theirs them themselves then there these
 they this those through to too under until up very was we were what when where which while who
 whom why will with would you your yours yourself yourselves tell please show give explain
-describe does much many way ways use using used get make know want need also"""
+describe does much many way ways get make know want need also"""
 STOPWORDS = frozenset(_STOP_TEXT.split())
+# "Use" says what a question is about ("how do I use it?" after "how do I create a macro?" asks
+# for something else), so it is a content word; it is common enough never to be taken for a
+# misspelling of a document's word.
+COMMON_WORDS = STOPWORDS | {"use", "uses", "using", "used"}
 
 
 # Word families the crude stemmer cannot join: a question asks "what did we decide", the notes
@@ -37,7 +41,7 @@ _FAMILIES = {
     "asked": "ask", "asking": "ask", "added": "add", "adding": "add", "paid": "pay", "sent": "send",
     "met": "meet", "took": "take", "wrote": "write", "written": "write", "chose": "choose",
     "chosen": "choose", "bought": "buy", "sold": "sell", "built": "build", "spent": "spend",
-    "lost": "lose", "won": "win", "began": "begin", "begun": "begin",
+    "lost": "lose", "won": "win", "began": "begin", "begun": "begin", "used": "use", "using": "use",
 }  # fmt: skip
 
 
@@ -60,3 +64,17 @@ def stem(word: str) -> str:
 
 def content_terms(text: str) -> set[str]:
     return {stem(w) for w in WORD_RE.findall(text) if w.lower() not in STOPWORDS and len(w) > 1}
+
+
+# A sum of money says what something costs without the word: "contributors ($5 or $15 per month)"
+# answers "what does sync cost?", "412,000 euros" answers "how much is the budget?".
+_MONEY_RE = re.compile(
+    r"[$€£¥]\s?\d|\d(?:[\d,.]*\d)?\s?(?:k|m|bn)?\s?(?:euros?|dollars?|pounds?|usd|eur|gbp|cents?)\b", re.I
+)
+_PRICE_TERMS = frozenset(stem(w) for w in ["cost", "price", "fee", "charge", "pay", "expensive", "cheap"])
+
+
+def implied_terms(text: str) -> set[str]:
+    """Content terms ``text`` states without saying them: the words for a price when it names a
+    sum of money."""
+    return set(_PRICE_TERMS) if _MONEY_RE.search(text) else set()

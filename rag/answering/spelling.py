@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from rag.words import STOPWORDS, WORD_RE
+from rag.words import COMMON_WORDS, WORD_RE
 
 
 def edit_distance(a: str, b: str, limit: int = 3) -> int:
@@ -82,7 +82,7 @@ def find_name(value: str, text: str, *, unknown: set[str] | None = None) -> re.M
     first = parts[0] if parts else ""
     for m in re.finditer(r"[A-Za-z][A-Za-z'-]*", text):
         word = m.group(0)
-        if word.lower() in STOPWORDS or word.lower() == first.lower():
+        if word.lower() in COMMON_WORDS or word.lower() == first.lower():
             continue
         if unknown is not None and word.lower() not in unknown:
             continue
@@ -107,7 +107,7 @@ def misspelt_people(text: str, known: list[str], *, taken: list[str], unknown: s
     found: list[str] = []
     for word in WORD_RE.findall(text):
         low = word.lower()
-        if low in STOPWORDS or low in firsts or low not in unknown or not low.isalpha():
+        if low in COMMON_WORDS or low in firsts or low not in unknown or not low.isalpha():
             continue
         close = [name for name in firsts if _close(low, name)]
         if len(close) != 1 or len(firsts[close[0]]) != 1:
@@ -175,7 +175,7 @@ def unknown_words(words: set[str], *, scope) -> set[str]:
 
     from rag.search import SearchFilters, filter_sql
 
-    words = {w.lower() for w in words if w.isalpha() and len(w) >= 3 and w.lower() not in STOPWORDS}
+    words = {w.lower() for w in words if w.isalpha() and len(w) >= 3 and w.lower() not in COMMON_WORDS}
     if not words:
         return set()
     where, params = filter_sql(SearchFilters(), scope)

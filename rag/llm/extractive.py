@@ -19,9 +19,16 @@ from functools import lru_cache
 
 from rag.llm.base import Completion, LLMError
 from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, ContextSource, parse_stated, parse_user_prompt
-from rag.llm.prose import expected_form_missing, has_expected_form, negation_unmet, unmentioned_names
+from rag.llm.counts import counted_thing, counts_thing
+from rag.llm.prose import (
+    expected_form_missing,
+    has_expected_form,
+    negation_unmet,
+    only_points_elsewhere,
+    unmentioned_names,
+)
 from rag.llm.sentence_rank import word_fit
-from rag.llm.sentences import cite, split_sentences, split_turns
+from rag.llm.sentences import cite, split_sections, split_sentences, split_turns
 from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitations, role names
     agenda_lead,
     lend_to_replies,
@@ -29,7 +36,7 @@ from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitation
     quote,
     says_something,
 )
-from rag.words import content_terms, stem
+from rag.words import content_terms, implied_terms, stem
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +85,7 @@ class Sentence:
     matched: int = 0
     speaker: str = ""
     specific: float = 0.0
+    section: str = ""  # the headings a note's sentence sits under ("Usage Using a Macro")
 
     @property
     def asks(self) -> bool:
@@ -134,6 +142,7 @@ class ExtractiveLLM:
         form_bonus: float = 0.1,
         pairs_weight: float = 0.2,
         rare_weight: float = 0.1,
+        count_bonus: float = 0.3,
     ):
         self._embedder = embedder
         self.max_sentences = max_sentences
@@ -161,6 +170,7 @@ class ExtractiveLLM:
         # Written sentences only: the question's word pairs and rare words they say (``sentence_rank``).
         self.pairs_weight = pairs_weight
         self.rare_weight = rare_weight
+        self.count_bonus = count_bonus
 
     @property
     def embedder(self):
@@ -220,13 +230,11 @@ class ExtractiveLLM:
             kept = {id(c) for c in keep[: self.max_candidates]}
             candidates = [c for c in candidates if id(c) in kept]
         q_vec = query_vector(self.embedder, query)
-        # The title gives a note's sentence its subject ("To create one, add #card" under "Flashcards").
-        vecs = sentence_vectors(
-            self.embedder, [f"{c.source.title}: {c.text}" if c.source.title else c.text for c in candidates]
-        )
+        vecs = sentence_vectors(self.embedder, [_embedded_text(c) for c in candidates])
         central = _centrality(vecs)
         prose = not any(c.speaker for c in candidates)
         fits = word_fit(question, [c.text for c in candidates]) if prose else [None] * len(candidates)
+        counted = counted_thing(question)
         for cand, vec, centre, fit in zip(candidates, vecs, central, fits, strict=True):
             cand.similarity = _dot(q_vec, vec)
             # The sources come ranked by their whole evidence (several chunks, a meeting's
@@ -238,6 +246,10 @@ class ExtractiveLLM:
                 # A written fact is answered by the sentence that restates the question's words
                 # around it, in its order: closeness alone ranks any sentence on the topic as high.
                 cand.relevance += self.pairs_weight * fit.pairs + self.rare_weight * fit.rare
+            if counted and counts_thing(counted, cand.text):
+                # "How many analysts…?": the sentence with a number of analysts, spoken or written,
+                # over one that counts something else (the sources' rank would otherwise decide).
+                cand.relevance += self.count_bonus
             if prose and self.form_bonus and has_expected_form(question, cand.text):
                 # "When…?" is answered by the sentence with a date, "who…?" by one with a name.
                 cand.relevance += self.form_bonus
@@ -258,6 +270,8 @@ class ExtractiveLLM:
             # (penalised after lending, so its reply inherits its own relevance).
             if cand.asks:
                 cand.relevance -= self.question_penalty
+            elif prose and only_points_elsewhere(cand.text):
+                cand.relevance -= self.question_penalty  # "See Logseq Sync Encryption.": no answer
             prior = 1.0 - rank.get(cand.source.n, 0) / n_sources
             cand.score = cand.relevance + self.source_rank_weight * prior
         self.last_candidates = candidates
@@ -275,6 +289,7 @@ class ExtractiveLLM:
         whole = wants_all(q_terms)
         floor_ratio = self.more_floor_ratio if more or whole else self.floor_ratio
         chosen = self._choose(candidates, vecs, floor_ratio=floor_ratio, whole=whole)
+        chosen = from_first_step(question, chosen, candidates, max_sentences=self.max_sentences)
         if prose and not narrowed and chosen and self._answers_otherwise(question, chosen):
             return [], best_similarity
         return chosen, best_similarity
@@ -424,6 +439,40 @@ class ExtractiveLLM:
             previous = first.source.n
 
 
+_HOW_TO_RE = re.compile(
+    r"^\s*(?:(?:and|so|but|then)\s+)?(?:how (?:do|can|should|could|would|to) (?:i|we|you|one)\b|how to\b)", re.I
+)
+
+
+def asks_how_to(question: str) -> bool:
+    """A "how do I create a macro?" question: the answer is a procedure, read from its first step."""
+    return bool(_HOW_TO_RE.match(question))
+
+
+def from_first_step(
+    question: str, chosen: list[Sentence], candidates: list[Sentence], *, max_sentences: int
+) -> list[Sentence]:
+    """The steps a "how do I…" answer quotes from a section of notes ("Creating a macro") start at
+    its first one: the opening "Open the config.edn file." says little on its own and ranks low,
+    but the steps after it make no sense without it. It takes the place of the weakest other
+    sentence when the answer is full. (Only notes have sections: transcripts are left alone.)"""
+    if not chosen or not chosen[0].section or not asks_how_to(question):
+        return chosen
+    lead = chosen[0]
+    steps = [c for c in candidates if c.source.n == lead.source.n and c.section == lead.section]
+    first = min(steps, key=lambda c: c.position)
+    if any(c is first for c in chosen):
+        return chosen
+    rest = list(chosen)
+    if len(rest) >= max_sentences:
+        rest.remove(min(rest[1:], key=lambda c: c.score))
+    # Reading order: the first step's source keeps its place, the step goes before the others.
+    out = [*rest, first]
+    order = {c.source.n: i for i, c in reversed(list(enumerate(rest)))}
+    out.sort(key=lambda c: (order[c.source.n], c.position))
+    return out
+
+
 # Questions whose answer is a list the sources spread out: every decision, every step.
 _LIST_TERMS = frozenset(
     stem(w) for w in ["decide", "decision", "agree", "step", "conclude", "action", "todo", "outcome", "resolve"]
@@ -465,6 +514,15 @@ def _without_stated(question: str, stated: list[str] | None) -> tuple[str, bool]
     return residual or question, narrowed
 
 
+def _embedded_text(c: Sentence) -> str:
+    """The sentence as embedded: its page title and the headings over it give it its subject ("To
+    create one, add #card" under "Flashcards", "type the name in curly braces" under "Using a Macro")."""
+    # An article's one heading is usually its title again: said twice, it would only weigh more.
+    section = "" if c.section.lower() in c.source.title.lower() else c.section
+    subject = " ".join(part for part in (c.source.title, section) if part)
+    return f"{subject}: {c.text}" if subject else c.text
+
+
 def _unsaid_sentences(sources: list[ContextSource], already_said: str) -> list[Sentence]:
     """Every distinct sentence (or speaker turn) of the sources that the conversation has not
     already said."""
@@ -473,14 +531,17 @@ def _unsaid_sentences(sources: list[ContextSource], already_said: str) -> list[S
     candidates: list[Sentence] = []
     seen: set[str] = set()
     for src in sources:
-        for pos, (speaker, text) in enumerate(split_turns(src.text)):
+        turns = split_turns(src.text)
+        sections = [s for s, _ in split_sections(src.text)] if not any(sp for sp, _ in turns) else []
+        for pos, (speaker, text) in enumerate(turns):
             key = _norm(text)
             if key in seen:
                 continue  # overlapping chunks repeat sentences
             seen.add(key)
             if key in said or (len(key) > 30 and key in said_text):
                 continue
-            candidates.append(Sentence(source=src, position=pos, text=text, speaker=speaker))
+            section = sections[pos] if len(sections) == len(turns) else ""
+            candidates.append(Sentence(source=src, position=pos, text=text, speaker=speaker, section=section))
     return candidates
 
 
@@ -490,8 +551,9 @@ def _score_overlap(candidates: list[Sentence], q_terms: set[str]) -> None:
     Keyword overlap weighted by rarity among the candidates: "logseq" in every sentence of the
     Logseq docs says nothing, "flashcard" says a lot.
     """
-    own_terms = [content_terms(c.text) for c in candidates]
-    title_terms = [content_terms(c.source.title) for c in candidates]
+    own_terms = [content_terms(c.text) | implied_terms(c.text) for c in candidates]
+    # The headings over a note's sentence say what it is about, as its page title does.
+    title_terms = [content_terms(f"{c.source.title} {c.section}") for c in candidates]
     df: dict[str, int] = {}
     for own, title in zip(own_terms, title_terms, strict=True):
         for term in (own | title) & q_terms:

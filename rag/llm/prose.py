@@ -106,3 +106,14 @@ def words_said(folded: str) -> list[str]:
 def _fold(text: str) -> str:
     """Lower case without accents: "Küçükdeveci" is "kucukdeveci"."""
     return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+
+
+# "See Logseq Sync Encryption.", "Check out this forum post.": a pointer to another page, which
+# says nothing itself however close its words come to the question.
+_POINTER_RE = re.compile(r"^\s*(?:see|check(?: out)?|refer to|read)\b", re.I)
+_POINTER_MAX_WORDS = 10
+
+
+def only_points_elsewhere(sentence: str) -> bool:
+    """A short sentence that only sends the reader to another page or link."""
+    return bool(_POINTER_RE.match(sentence)) and len(sentence.split()) <= _POINTER_MAX_WORDS

@@ -32,15 +32,52 @@ def clean_line(line: str) -> str:
 
 def split_sentences(text: str, *, max_chars: int = 400) -> list[str]:
     """Sentences of a source, one line of notes at a time (bullets rarely end with a period)."""
-    out: list[str] = []
+    return [sentence for _, sentence in split_sections(text, max_chars=max_chars)]
+
+
+# An outline's section title: a short bullet, or line, that ends without punctuation.
+_SECTION_MAX_WORDS = 6
+
+
+def _indent(raw: str) -> int:
+    return len(raw) - len(raw.lstrip())
+
+
+def _is_section_title(raw: str, line: str, next_raw: str) -> bool:
+    """A "- Using a Macro" bullet over indented ones, or a bare "Usage" line over a list: the title
+    of the lines under it, not a sentence of them."""
+    if not line or len(line.split()) > _SECTION_MAX_WORDS or line[-1] in ".!?:;,)" or _PROPERTY_RE.match(raw):
+        return False
+    if _BULLET_RE.match(raw):
+        return bool(next_raw.strip()) and _indent(next_raw) > _indent(raw)
+    return bool(_BULLET_RE.match(next_raw))
+
+
+def split_sections(text: str, *, max_chars: int = 400) -> list[tuple[str, str]]:
+    """(section, sentence) pairs: each sentence with the headings it sits under ("Usage Using a
+    Macro"), which say what it is about though it does not repeat them ("type the name wrapped in
+    curly braces")."""
+    out: list[tuple[str, str]] = []
     in_code = False
     lead = ""  # "To create a card:" introduces the bullet under it: quote them together
-    for raw in text.splitlines():
-        if raw.strip().startswith("```"):
+    titles: list[tuple[int, str]] = []  # (indent, title); -1 for a heading over everything after it
+    lines = text.splitlines()
+    for i, raw in enumerate(lines):
+        # A fence may open a list item ("- ```edn"), as outlines write code under a bullet.
+        if _BULLET_RE.sub("", raw).strip().startswith("```"):
             in_code = not in_code
             continue
-        if in_code or _HEADING_RE.match(raw):
+        if in_code:
+            continue
+        indent = -1 if _HEADING_RE.match(raw) or not _BULLET_RE.match(raw) else _indent(raw)
+        titles = [t for t in titles if t[0] == -1 or t[0] < indent]
+        section = " ".join(t for _, t in titles)
+        if _HEADING_RE.match(raw):
+            titles = [(-1, clean_line(raw))]
             continue  # a heading is a fragment, not an answer: its words are in the title/path
+        next_raw = next((n for n in lines[i + 1 :] if n.strip()), "")
+        if _is_section_title(raw, clean_line(raw), next_raw):
+            titles = [*titles, (indent, clean_line(raw))] if indent >= 0 else [(-1, clean_line(raw))]
         # "description:: Cards are blocks that…" keeps its value; short ones ("type:: [[Feature]]")
         # fall below the word minimum.
         is_property = bool(_PROPERTY_RE.match(raw))
@@ -48,16 +85,16 @@ def split_sentences(text: str, *, max_chars: int = 400) -> list[str]:
         if not line:
             continue
         if lead and is_property:  # a list intro followed by properties: quote the intro alone
-            out.extend(_sentences(lead, max_chars))
+            out.extend((section, s) for s in _sentences(lead, max_chars))
             lead = ""
         if lead:
             line, lead = f"{lead} {line}", ""
         if line.endswith(":") and len(line) < 120:
             lead = line
             continue
-        out.extend(_sentences(line, max_chars))
+        out.extend((section, s) for s in _sentences(line, max_chars))
     if lead:
-        out.extend(_sentences(lead, max_chars))
+        out.extend((" ".join(t for _, t in titles), s) for s in _sentences(lead, max_chars))
     return out
 
 

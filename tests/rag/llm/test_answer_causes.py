@@ -1,0 +1,164 @@
+"""Causes of answers that missed their fact (issue 26's scenario suite), each reproduced on its
+own: a code fence under a bullet, "use" taken for a stop word, a price stated without the word
+"cost", a count of something else, a sentence that only points to another page, the headings a
+note's sentence sits under, steps quoted without their first one."""
+
+from __future__ import annotations
+
+from rag.llm.context import ContextSource
+from rag.llm.counts import counted_thing, counts_thing
+from rag.llm.extractive import Sentence, _embedded_text, _score_overlap, asks_how_to
+from rag.llm.prose import only_points_elsewhere
+from rag.llm.sentences import split_sections, split_sentences
+from rag.words import COMMON_WORDS, content_terms, implied_terms
+from tests.rag.llm.test_extractive import run
+
+OUTLINE = """- Creating a thing
+  - Open the settings file.
+  - ```edn
+    :things {
+    "foo" "bar"
+    }
+    ```
+  - For readability, put each thing on its own line.
+- Using a thing
+  - Type the thing's name wrapped in curly braces in any block.
+"""
+
+
+def test_a_code_fence_that_opens_a_list_item_is_closed_by_its_own_fence():
+    sentences = split_sentences(OUTLINE)
+    assert "Type the thing's name wrapped in curly braces in any block." in sentences
+    assert "For readability, put each thing on its own line." in sentences
+    assert not any("foo" in s for s in sentences)
+
+
+def test_use_is_a_content_word_that_is_never_corrected():
+    assert content_terms("and how do i use it") == {"use"}
+    assert content_terms("using macros") == content_terms("macros used") | {"use"} == {"use", "macro"}
+    assert "use" in COMMON_WORDS
+
+
+def test_a_sum_of_money_states_a_price():
+    assert {"cost", "price"} <= implied_terms("Open to contributors ($5 or $15 per month).")
+    assert "cost" in implied_terms("a budget of 412,000 euros")
+    assert not implied_terms("It ran 340 times in five weeks.")
+
+
+def test_what_something_costs_is_answered_by_the_sentence_with_the_sum(local_embedder):
+    sources = [
+        ContextSource(
+            n=1,
+            title="Logseq Sync",
+            text=(
+                "- Syncs up to 10 graphs between Logseq Desktop, Android, and iOS.\n"
+                "- Syncing is a choice that is made per graph and thus allows for some graphs to be local only.\n"
+                "- Each graph is encrypted with a password.\n"
+                "- Sync automatically happens in the background.\n"
+                "- Click on the cloud icon and the `Sync now` button to force a sync.\n"
+                "- See this tutorial for setting up and using sync.\n"
+                "- It's currently available for all *active* Open Collective contributors ($5 or $15 per month).\n"
+                "- Do not use this feature with any other third party sync service like iCloud or Dropbox.\n"
+                "- If you experience issues, check This FAQ.\n"
+                "- This feature is in BETA.\n"
+            ),
+        )
+    ]
+    _, text = run("what does sync cost", sources=sources)
+    assert "$5" in text
+
+
+def test_how_many_wants_a_number_of_the_thing_counted():
+    thing = counted_thing("how many analysts are in the acme pilot")
+    assert thing == "analyst"
+    assert counts_thing(thing, "Decision: pilot with five analysts, review after six weeks.")
+    assert counts_thing(thing, "We hired 12 senior analysts.")
+    assert not counts_thing(thing, "Analysts used the pilot 340 times.")
+    assert counted_thing("what did the analysts say") == ""
+
+
+def test_a_count_of_the_thing_asked_beats_a_better_ranked_count_of_something_else(local_embedder):
+    review = ContextSource(
+        n=1,
+        title="Acme pilot review",
+        text=(
+            "Sam Okafor: Analysts used the pilot 340 times; most questions were about fund performance.\n"
+            "Maya Chen: Two complaints: old memos ranked above recent ones, and scanned PDFs had no text.\n"
+            "Leo Martin: Decision: add recency as a ranking feature and run OCR on scanned memos.\n"
+            "Sam Okafor: Acme will extend the pilot to the whole research team.\n"
+        ),
+    )
+    kickoff = ContextSource(
+        n=2,
+        title="Acme kickoff",
+        text=(
+            "Leo Martin: Acme wants a search over ten years of investment memos.\n"
+            "Maya Chen: They care most about citations; analysts must be able to open the source memo.\n"
+            "Leo Martin: We agreed to start with the 2019 to 2024 memos and a weekly sync.\n"
+            "Maya Chen: Decision: pilot with five analysts, review after six weeks.\n"
+        ),
+    )
+    _, text = run("how many analysts are in the acme pilot", sources=[review, kickoff])
+    assert "five analysts" in text
+
+
+def test_a_sentence_that_only_points_elsewhere_is_not_an_answer():
+    assert only_points_elsewhere("See Logseq Sync Encryption.")
+    assert only_points_elsewhere("Check out this forum post to see an example.")
+    assert not only_points_elsewhere("Each graph is encrypted with a password.")
+    assert not only_points_elsewhere(
+        "See the sync settings, where each graph is given its own password and its own key for encryption."
+    )
+
+
+def test_a_sentence_knows_the_headings_it_sits_under():
+    sections = dict((s, h) for h, s in split_sections("Usage\n" + OUTLINE + "# Notes\nA plain paragraph is here.\n"))
+    assert sections["Open the settings file."] == "Usage Creating a thing"
+    assert sections["Type the thing's name wrapped in curly braces in any block."] == "Usage Using a thing"
+    assert sections["A plain paragraph is here."] == "Notes"
+
+
+def test_the_headings_give_a_sentence_its_subject():
+    src = ContextSource(n=1, title="Things", text="")
+    under = Sentence(source=src, position=0, text="Type the name in curly braces.", section="Using a thing")
+    assert _embedded_text(under) == "Things Using a thing: Type the name in curly braces."
+    assert _embedded_text(Sentence(source=ContextSource(n=2, title="", text=""), position=0, text="x y")) == "x y"
+
+
+STEPS = ContextSource(
+    n=1,
+    title="Widgets",
+    text=(
+        "Usage\n"
+        "- Creating a widget\n"
+        "  - Open the settings file.\n"
+        "  - Scroll down to the `:widgets` section of the settings and add your widget's name in quotation marks.\n"
+        "  - Separate the widget's name and its template with a space, both in quotation marks.\n"
+        "  - Variables such as `$1` and `$2` can be used to place parameters in the widget template.\n"
+        "  - For readability, use a line break to separate each widget in the settings.\n"
+        "- Showing a widget\n"
+        "  - Type the widget name wrapped in curly braces in any block.\n"
+    ),
+)
+
+
+def test_how_to_steps_are_quoted_from_the_first(local_embedder):
+    assert asks_how_to("how do i create a widget") and asks_how_to("and how do I use it?")
+    assert not asks_how_to("what is a widget")
+    _, text = run("how do i create a widget", sources=[STEPS])
+    assert "Open the settings file" in text
+    assert text.index("Open the settings file") < text.index("Scroll down")
+
+
+def test_the_headings_words_count_for_the_sentence_as_its_title_does():
+    src = ContextSource(n=1, title="Things", text="")
+    under = Sentence(source=src, position=0, text="Type the name in curly braces.", section="Using a thing")
+    other = Sentence(source=src, position=1, text="Open the settings file first.", section="Creating a thing")
+    _score_overlap([under, other], content_terms("how do i use it"))
+    assert under.matched == 1 and other.matched == 0
+
+
+def test_a_heading_that_repeats_the_title_is_not_embedded_twice():
+    src = ContextSource(n=1, title="1973 oil crisis", text="")
+    under = Sentence(source=src, position=0, text="The embargo began in October.", section="1973 oil crisis")
+    assert _embedded_text(under) == "1973 oil crisis: The embargo began in October."
