@@ -103,6 +103,12 @@ def words_said(folded: str) -> list[str]:
     return list({w for w in re.findall(r"[a-z0-9]+", folded) if len(w) >= 4})
 
 
+# Letters that carry their mark in the letter itself, which Unicode does not decompose: without
+# them "Skłodowska" folds to "skodowska" and a question typing "Sklodowska" misses it.
+_UNDECOMPOSED = str.maketrans({"ł": "l", "Ł": "L", "ø": "o", "Ø": "O", "đ": "d", "Đ": "D", "ß": "ss", "æ": "ae",
+                               "Æ": "Ae", "œ": "oe", "Œ": "Oe", "ı": "i", "ħ": "h", "þ": "th"})  # fmt: skip
+
+
 def _fold(text: str) -> str:
-    """Lower case without accents: "Küçükdeveci" is "kucukdeveci"."""
-    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+    """Lower case without accents: "Küçükdeveci" is "kucukdeveci", "Skłodowska" "sklodowska"."""
+    return unicodedata.normalize("NFKD", text.translate(_UNDECOMPOSED)).encode("ascii", "ignore").decode().lower()

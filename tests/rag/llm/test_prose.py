@@ -17,6 +17,12 @@ def test_a_name_the_sources_never_mention_is_reported():
     assert unmentioned_names("Where did Kowalski work?", text) == ["Kowalski"]
 
 
+def test_a_letter_unicode_does_not_decompose_folds_to_its_plain_letter():
+    text = "The Maria Skłodowska-Curie Institute of Oncology has 700 beds. Søren Kierkegaard wrote."
+    assert unmentioned_names("How many beds does the Maria Sklodowska-Curie Institute have?", text) == []
+    assert unmentioned_names("What did Soren Kierkegaard write?", text) == []
+
+
 def test_when_and_how_many_want_a_date_and_a_number():
     assert expected_form_missing("When did the crisis begin?", ["The crisis began after the embargo."])
     assert not expected_form_missing("When did the crisis begin?", ["The crisis began in October 1973."])
