@@ -19,7 +19,13 @@ from functools import lru_cache
 
 from rag.llm.base import Completion, LLMError
 from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, ContextSource, parse_stated, parse_user_prompt
-from rag.llm.prose import expected_form_missing, has_expected_form, negation_unmet, unmentioned_names
+from rag.llm.prose import (
+    expected_form_missing,
+    has_expected_form,
+    names_the_title,
+    negation_unmet,
+    unmentioned_names,
+)
 from rag.llm.sentence_rank import word_fit
 from rag.llm.sentences import cite, split_sentences, split_turns
 from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitations, role names
@@ -289,14 +295,14 @@ class ExtractiveLLM:
         texts = [c.text for c in chosen]
         if expected_form_missing(question, texts) or negation_unmet(question, texts):
             return True
+        titles = " ".join({c.source.title for c in chosen})
         quoted = {c.source.n: f"{c.source.title} {c.source.text}" for c in chosen}
-        if unmentioned_names(question, " ".join(quoted.values())):
+        if _names_unsaid(question, " ".join(quoted.values()), titles):
             return True
         # A name (not a figure) of the question that no quoted sentence, nor its page's title,
         # says: the sentences are about something else of the same page.
-        titles = " ".join({c.source.title for c in chosen})
         said = " ".join([titles, *texts])
-        return any(not w[0].isdigit() for w in unmentioned_names(question, said))
+        return any(not w[0].isdigit() for w in _names_unsaid(question, said, titles))
 
     def _relevant(self, candidates: list[Sentence], q_terms: set[str]) -> bool:
         """Whether any candidate answers the question rather than merely sharing its topic.
@@ -342,6 +348,7 @@ class ExtractiveLLM:
         # first sentence: the sources' rank decides between sentences, not how long the answer is.
         floor = 0.15
         while pool and len(chosen) < self.max_sentences:
+
             def mmr(c: Sentence) -> float:
                 redundancy = max((_dot(vec_of[id(c)], vec_of[id(s)]) for s in chosen), default=0.0)
                 # Once a document answers, its neighbouring sentences read better than a hop to
@@ -444,9 +451,33 @@ def _says_kind(text: str) -> bool:
 GENERIC_TERMS = frozenset(
     stem(w)
     for w in [
-        "decide", "agree", "say", "talk", "discuss", "happen", "mention", "new", "update", "plan", "conclude",
-        "propose", "next", "action", "item", "summary", "summarize", "outcome", "result", "think", "opinion",
-        "view", "feel", "idea", "consider", "reason", "detail",
+        "decide",
+        "agree",
+        "say",
+        "talk",
+        "discuss",
+        "happen",
+        "mention",
+        "new",
+        "update",
+        "plan",
+        "conclude",
+        "propose",
+        "next",
+        "action",
+        "item",
+        "summary",
+        "summarize",
+        "outcome",
+        "result",
+        "think",
+        "opinion",
+        "view",
+        "feel",
+        "idea",
+        "consider",
+        "reason",
+        "detail",
     ]
 )
 
@@ -463,6 +494,12 @@ def _without_stated(question: str, stated: list[str] | None) -> tuple[str, bool]
     counting = any(p.startswith(STATED_COUNT) for p in stated or [])
     narrowed = bool(stated) and (counting or len(content_terms(residual) - GENERIC_TERMS) <= 1)
     return residual or question, narrowed
+
+
+def _names_unsaid(question: str, text: str, titles: str) -> list[str]:
+    """The question's names that ``text`` never says, but for the quoted pages' own subject
+    spelt another way ("Warszowa" on the page "Warsaw")."""
+    return [w for w in unmentioned_names(question, text) if not names_the_title(w, titles)]
 
 
 def _unsaid_sentences(sources: list[ContextSource], already_said: str) -> list[Sentence]:

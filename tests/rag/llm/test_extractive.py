@@ -95,6 +95,21 @@ def test_prose_refuses_a_quote_about_another_subject_or_the_opposite(local_embed
     assert "[1]" not in text and text.startswith("I found nothing relevant")
 
 
+def test_the_page_title_spelt_another_way_is_the_pages_subject(local_embedder):
+    city = [
+        ContextSource(
+            n=1, title="Warsaw",
+            text=(
+                "In the 14th century it became one of the seats of the Dukes of Masovia, becoming the official "
+                "capital of the Masovian Duchy in 1413. The city has many parks."
+            ),
+        ),
+        ContextSource(n=2, title="Names", text="The city's historic names include Warszewa and Warszowa."),
+    ]  # fmt: skip
+    _, text = run("In what year did Warszowa become the official capital of the Masovian Duchy?", sources=city)
+    assert "1413 [1]" in text, text
+
+
 def test_a_when_question_is_answered_by_the_sentence_with_a_date(local_embedder):
     llm = ExtractiveLLM()
     chosen, _ = llm.select(question="When did the United States impose sanctions on Iran?", sources=ARTICLE)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from rag.llm.prose import expected_form_missing, has_expected_form, negation_unmet, unmentioned_names
+from rag.llm.prose import (
+    expected_form_missing,
+    has_expected_form,
+    names_the_title,
+    negation_unmet,
+    unmentioned_names,
+)
 
 
 def test_a_name_the_sources_never_mention_is_reported():
@@ -49,3 +55,9 @@ def test_a_negated_question_wants_a_sentence_that_negates():
     assert negation_unmet("What wasn't in Loudoun's plans?", ["Loudoun planned three expeditions."])
     assert not negation_unmet("Who did not sign the treaty?", ["Norway did not sign the treaty."])
     assert not negation_unmet("Who signed the treaty?", ["Nixon signed the treaty."])
+
+
+def test_a_name_spelt_like_the_title_names_the_title():
+    assert names_the_title("Warszowa", "Warsaw")
+    assert not names_the_title("Warwick", "Warsaw")  # another name that begins alike
+    assert not names_the_title("Canada", "United States")
