@@ -10,11 +10,11 @@ from rag.llm.transcripts import SPEAKER_RE, tidy_speech
 from rag.words import WORD_RE
 
 _SENT_SPLIT_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
-# A period that ends an abbreviation, not a sentence: initials ("U.S.", "John F. Kennedy") and
-# titles before a name ("Dr. Ng", "St. Anne"). Split there, "the defunct U.S." and "Information
-# Agency, which…" become two fragments, neither of which says what the sentence says.
+# A period that ends an abbreviation, not a sentence: initials ("U.S.", "John F. Kennedy"), titles
+# before a name ("Dr. Ng", "St. Anne") and "e.g." before an example. Split there, "the defunct
+# U.S." and "Information Agency, which…" become two fragments, neither saying what the sentence says.
 _ABBREVIATION_END_RE = re.compile(
-    r"(?:\b[A-Z]\.|\b(?:Mr|Mrs|Ms|Dr|Prof|St|Mt|Ft|Gen|Col|Capt|Lt|Sgt|Gov|Sen|Rep|Rev|vs)\.)$"
+    r"(?:\b[A-Z]\.|\b(?:Mr|Mrs|Ms|Dr|Prof|St|Mt|Ft|Gen|Col|Capt|Lt|Sgt|Gov|Sen|Rep|Rev|vs|e\.g|i\.e|cf)\.)$"
 )
 _PROPERTY_RE = re.compile(r"^\s*[\w-]+::\s*")
 _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")

@@ -145,10 +145,14 @@ def test_sentence_splitting_reads_notes_as_prose():
 
 
 def test_an_abbreviation_does_not_end_a_sentence():
-    text = "Gates called for the defunct U.S. Information Agency, which was charged with it. Dr. Ng agreed with him."
+    text = (
+        "Gates called for the defunct U.S. Information Agency, which was charged with it. Dr. Ng agreed with him. "
+        "Some were razed in the 1950s (e.g. Kronenberg Palace) anyway."
+    )
     assert split_sentences(text) == [
         "Gates called for the defunct U.S. Information Agency, which was charged with it.",
         "Dr. Ng agreed with him.",
+        "Some were razed in the 1950s (e.g. Kronenberg Palace) anyway.",
     ]
 
 
