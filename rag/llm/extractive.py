@@ -518,7 +518,20 @@ def _unsaid_sentences(sources: list[ContextSource], already_said: str) -> list[S
             if key in said or (len(key) > 30 and key in said_text):
                 continue
             candidates.append(Sentence(source=src, position=pos, text=text, speaker=speaker))
-    return candidates
+    return _without_fragments(candidates)
+
+
+def _without_fragments(candidates: list[Sentence]) -> list[Sentence]:
+    """The candidates but those that are part of another one: a chunk that begins or ends in
+    the middle of a sentence ("beds, 10 operating theatres…") holds a piece of what the chunk
+    beside it holds whole ("…a 10-floor building with 700 beds, 10 operating theatres…"), and
+    the piece, near the quote's other sentences, would be quoted instead of the whole."""
+    keys = [_norm(c.text) for c in candidates]
+    return [
+        c
+        for c, key in zip(candidates, keys, strict=True)
+        if len(key) < 30 or not any(len(other) > len(key) and key in other for other in keys)
+    ]
 
 
 def _score_overlap(candidates: list[Sentence], q_terms: set[str]) -> None:

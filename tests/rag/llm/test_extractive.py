@@ -110,6 +110,29 @@ def test_the_page_title_spelt_another_way_is_the_pages_subject(local_embedder):
     assert "1413 [1]" in text, text
 
 
+def test_a_piece_of_a_sentence_cut_by_a_chunk_is_not_quoted_for_the_whole(local_embedder):
+    chunks = [
+        ContextSource(
+            n=1, title="Health",
+            text=(
+                "beds, 10 operating theatres, an intensive care unit and an outpatient clinic. "
+                "The Institute of Oncology is one of the largest oncological institutions in Europe."
+            ),
+        ),
+        ContextSource(
+            n=2, title="Health",
+            text=(
+                "The Institute's clinical section is a 10-floor building with 700 beds, 10 operating theatres, "
+                "an intensive care unit and an outpatient clinic."
+            ),
+        ),
+    ]  # fmt: skip
+    llm = ExtractiveLLM()
+    chosen, _ = llm.select(question="How many beds does the Institute of Oncology have?", sources=chunks)
+    assert not any(c.text.startswith("beds") for c in llm.last_candidates)
+    assert any("700 beds" in c.text for c in chosen), [c.text for c in chosen]
+
+
 def test_a_when_question_is_answered_by_the_sentence_with_a_date(local_embedder):
     llm = ExtractiveLLM()
     chosen, _ = llm.select(question="When did the United States impose sanctions on Iran?", sources=ARTICLE)
