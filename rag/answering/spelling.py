@@ -125,22 +125,46 @@ def correction(word: str, vocabulary: set[str]) -> str | None:
     """The one word of ``vocabulary`` nearest to ``word`` within its allowed edits (None when
     none is, or when two are equally near: a guess between two words is no correction). A word
     under six letters is not corrected: one letter off, it is as likely a word of a subject the
-    sources do not hold ("moons", "bones") as a slip; two edits need nine letters."""
+    sources do not hold ("moons", "bones") as a slip; two edits need nine letters, or the word's
+    own letters in another order ("ableine" for "abilene")."""
     if len(word) < 6:
         return None
     limit = 1 if len(word) < 9 else 2
     low = word.lower()
     best: dict[int, set[str]] = {}
     for candidate in vocabulary:
-        if candidate == low or candidate[:1] != low[:1] or abs(len(candidate) - len(low)) > limit:
+        if candidate == low or candidate[:1] != low[:1] or abs(len(candidate) - len(low)) > 2:
             continue
-        d = edit_distance(low, candidate, limit=limit)
-        if d <= limit:
+        d = edit_distance(low, candidate, limit=2)
+        if d <= limit or (d == 2 and _same_letters(low, candidate)):
             best.setdefault(d, set()).add(candidate)
     if not best:
         return None
     nearest = best[min(best)]
     return next(iter(nearest)) if len(nearest) == 1 else None
+
+
+def unglued(word: str, vocabulary: set[str], *, camel_only: bool = False) -> str | None:
+    """Two words of ``vocabulary`` typed without the space between them ("UserDatagram",
+    "packetswitching"), split where exactly one cut makes both halves words of three letters or
+    more (None otherwise). ``camel_only``: only where a capital inside the word marks the cut, as
+    a name typed on purpose is otherwise one word the sources do not hold."""
+    cuts = [
+        i
+        for i in range(3, len(word) - 2)
+        if word[:i].lower() in vocabulary
+        and word[i:].lower() in vocabulary
+        and (not camel_only or (word[i].isupper() and word[i - 1].islower()))
+    ]
+    if len(cuts) != 1:
+        return None
+    return f"{word[: cuts[0]]} {word[cuts[0] :]}"
+
+
+def _same_letters(typed: str, word: str) -> bool:
+    """The same letters in another order ("ableine" for "abilene"): fingers that outran each
+    other, two edits apart but no other word's letters."""
+    return sorted(typed) == sorted(word)
 
 
 def correct_query(query: str, *, unknown: set[str], vocabulary: set[str]) -> tuple[str, dict[str, str]]:
@@ -151,7 +175,11 @@ def correct_query(query: str, *, unknown: set[str], vocabulary: set[str]) -> tup
     fixes: dict[str, str] = {}
     lower_question = query == query.lower()
     for word in set(WORD_RE.findall(query)):
-        if not lower_question and word[:1].isupper() and query.lstrip().find(word) != 0:
+        name = not lower_question and word[:1].isupper() and query.lstrip().find(word) != 0
+        if word.lower() in unknown and (parts := unglued(word, vocabulary, camel_only=name)):
+            fixes[word] = parts  # the same letters, a space left out: no guess at a name
+            continue
+        if name:
             continue
         if word.lower() in unknown and (fixed := correction(word, vocabulary)):
             fixes[word] = fixed

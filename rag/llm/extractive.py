@@ -23,6 +23,7 @@ from rag.llm.counts import counted_thing, counts_thing
 from rag.llm.prose import (
     expected_form_missing,
     has_expected_form,
+    names_the_title,
     negation_unmet,
     only_points_elsewhere,
     unmentioned_names,
@@ -304,14 +305,14 @@ class ExtractiveLLM:
         texts = [c.text for c in chosen]
         if expected_form_missing(question, texts) or negation_unmet(question, texts):
             return True
+        titles = " ".join({c.source.title for c in chosen})
         quoted = {c.source.n: f"{c.source.title} {c.source.text}" for c in chosen}
-        if unmentioned_names(question, " ".join(quoted.values())):
+        if _names_unsaid(question, " ".join(quoted.values()), titles):
             return True
         # A name (not a figure) of the question that no quoted sentence, nor its page's title,
         # says: the sentences are about something else of the same page.
-        titles = " ".join({c.source.title for c in chosen})
         said = " ".join([titles, *texts])
-        return any(not w[0].isdigit() for w in unmentioned_names(question, said))
+        return any(not w[0].isdigit() for w in _names_unsaid(question, said, titles))
 
     def _relevant(self, candidates: list[Sentence], q_terms: set[str]) -> bool:
         """Whether any candidate answers the question rather than merely sharing its topic.
@@ -357,6 +358,7 @@ class ExtractiveLLM:
         # first sentence: the sources' rank decides between sentences, not how long the answer is.
         floor = 0.15
         while pool and len(chosen) < self.max_sentences:
+
             def mmr(c: Sentence) -> float:
                 redundancy = max((_dot(vec_of[id(c)], vec_of[id(s)]) for s in chosen), default=0.0)
                 # Once a document answers, its neighbouring sentences read better than a hop to
@@ -493,9 +495,33 @@ def _says_kind(text: str) -> bool:
 GENERIC_TERMS = frozenset(
     stem(w)
     for w in [
-        "decide", "agree", "say", "talk", "discuss", "happen", "mention", "new", "update", "plan", "conclude",
-        "propose", "next", "action", "item", "summary", "summarize", "outcome", "result", "think", "opinion",
-        "view", "feel", "idea", "consider", "reason", "detail",
+        "decide",
+        "agree",
+        "say",
+        "talk",
+        "discuss",
+        "happen",
+        "mention",
+        "new",
+        "update",
+        "plan",
+        "conclude",
+        "propose",
+        "next",
+        "action",
+        "item",
+        "summary",
+        "summarize",
+        "outcome",
+        "result",
+        "think",
+        "opinion",
+        "view",
+        "feel",
+        "idea",
+        "consider",
+        "reason",
+        "detail",
     ]
 )
 
@@ -523,6 +549,12 @@ def _embedded_text(c: Sentence) -> str:
     return f"{subject}: {c.text}" if subject else c.text
 
 
+def _names_unsaid(question: str, text: str, titles: str) -> list[str]:
+    """The question's names that ``text`` never says, but for the quoted pages' own subject
+    spelt another way ("Warszowa" on the page "Warsaw")."""
+    return [w for w in unmentioned_names(question, text) if not names_the_title(w, titles)]
+
+
 def _unsaid_sentences(sources: list[ContextSource], already_said: str) -> list[Sentence]:
     """Every distinct sentence (or speaker turn) of the sources that the conversation has not
     already said."""
@@ -542,7 +574,20 @@ def _unsaid_sentences(sources: list[ContextSource], already_said: str) -> list[S
                 continue
             section = sections[pos] if len(sections) == len(turns) else ""
             candidates.append(Sentence(source=src, position=pos, text=text, speaker=speaker, section=section))
-    return candidates
+    return _without_fragments(candidates)
+
+
+def _without_fragments(candidates: list[Sentence]) -> list[Sentence]:
+    """The candidates but those that are part of another one: a chunk that begins or ends in
+    the middle of a sentence ("beds, 10 operating theatres…") holds a piece of what the chunk
+    beside it holds whole ("…a 10-floor building with 700 beds, 10 operating theatres…"), and
+    the piece, near the quote's other sentences, would be quoted instead of the whole."""
+    keys = [_norm(c.text) for c in candidates]
+    return [
+        c
+        for c, key in zip(candidates, keys, strict=True)
+        if len(key) < 30 or not any(len(other) > len(key) and key in other for other in keys)
+    ]
 
 
 def _score_overlap(candidates: list[Sentence], q_terms: set[str]) -> None:

@@ -99,13 +99,30 @@ def unmentioned_names(question: str, sources_text: str) -> list[str]:
     return missing
 
 
+def names_the_title(word: str, title: str) -> bool:
+    """``word`` is the title's subject spelt another way ("Warszowa", "Warszawa" for Warsaw): it
+    begins as a word of the title of five letters or more does and is mostly that word's letters.
+    A page is about its title's subject, though its quoted sentences do not repeat the name."""
+    low = _fold(word)
+    return len(low) >= 5 and any(
+        len(t) >= 5 and t[:4] == low[:4] and difflib.SequenceMatcher(None, low, t).ratio() >= 0.7
+        for t in re.findall(r"[a-z0-9]+", _fold(title))
+    )
+
+
 def words_said(folded: str) -> list[str]:
     return list({w for w in re.findall(r"[a-z0-9]+", folded) if len(w) >= 4})
 
 
+# Letters that carry their mark in the letter itself, which Unicode does not decompose: without
+# them "Skłodowska" folds to "skodowska" and a question typing "Sklodowska" misses it.
+_UNDECOMPOSED = str.maketrans({"ł": "l", "Ł": "L", "ø": "o", "Ø": "O", "đ": "d", "Đ": "D", "ß": "ss", "æ": "ae",
+                               "Æ": "Ae", "œ": "oe", "Œ": "Oe", "ı": "i", "ħ": "h", "þ": "th"})  # fmt: skip
+
+
 def _fold(text: str) -> str:
-    """Lower case without accents: "Küçükdeveci" is "kucukdeveci"."""
-    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+    """Lower case without accents: "Küçükdeveci" is "kucukdeveci", "Skłodowska" "sklodowska"."""
+    return unicodedata.normalize("NFKD", text.translate(_UNDECOMPOSED)).encode("ascii", "ignore").decode().lower()
 
 
 # "See Logseq Sync Encryption.", "Check out this forum post.": a pointer to another page, which

@@ -69,6 +69,24 @@ def test_an_unknown_word_is_corrected_to_the_one_nearest_word_of_the_vocabulary(
     assert correction("moons", {"moods"}) is None  # too short to tell a slip from another word
 
 
+def test_letters_typed_in_another_order_are_a_slip_two_edits_apart():
+    assert correction("ableine", {"abilene", "able"}) == "abilene"
+    assert correction("ableine", {"abilene", "ablaine"}) == "ablaine"  # one edit is nearer still
+    assert correction("ableine", {"abiline"}) is None  # two edits that change the letters: no guess
+
+
+def test_two_words_typed_without_their_space_are_split():
+    vocabulary = {"user", "datagram", "protocol", "packet", "switching", "sunder", "land"}
+    assert correct_query("What does UserDatagram Protocol guarantee", unknown={"userdatagram"}, vocabulary=vocabulary)[
+        1
+    ] == {"UserDatagram": "User Datagram"}
+    assert correct_query("what is packetswitching", unknown={"packetswitching"}, vocabulary=vocabulary)[0] == (
+        "what is packet switching"
+    )
+    # A capitalised name with no capital inside it is one word the index does not hold.
+    assert correct_query("Where is Sunderland?", unknown={"sunderland"}, vocabulary=vocabulary)[1] == {}
+
+
 # -- through the ask, on the demo corpus ----------------------------------------------------------
 
 

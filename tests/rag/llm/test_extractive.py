@@ -95,6 +95,44 @@ def test_prose_refuses_a_quote_about_another_subject_or_the_opposite(local_embed
     assert "[1]" not in text and text.startswith("I found nothing relevant")
 
 
+def test_the_page_title_spelt_another_way_is_the_pages_subject(local_embedder):
+    city = [
+        ContextSource(
+            n=1, title="Warsaw",
+            text=(
+                "In the 14th century it became one of the seats of the Dukes of Masovia, becoming the official "
+                "capital of the Masovian Duchy in 1413. The city has many parks."
+            ),
+        ),
+        ContextSource(n=2, title="Names", text="The city's historic names include Warszewa and Warszowa."),
+    ]  # fmt: skip
+    _, text = run("In what year did Warszowa become the official capital of the Masovian Duchy?", sources=city)
+    assert "1413 [1]" in text, text
+
+
+def test_a_piece_of_a_sentence_cut_by_a_chunk_is_not_quoted_for_the_whole(local_embedder):
+    chunks = [
+        ContextSource(
+            n=1, title="Health",
+            text=(
+                "beds, 10 operating theatres, an intensive care unit and an outpatient clinic. "
+                "The Institute of Oncology is one of the largest oncological institutions in Europe."
+            ),
+        ),
+        ContextSource(
+            n=2, title="Health",
+            text=(
+                "The Institute's clinical section is a 10-floor building with 700 beds, 10 operating theatres, "
+                "an intensive care unit and an outpatient clinic."
+            ),
+        ),
+    ]  # fmt: skip
+    llm = ExtractiveLLM()
+    chosen, _ = llm.select(question="How many beds does the Institute of Oncology have?", sources=chunks)
+    assert not any(c.text.startswith("beds") for c in llm.last_candidates)
+    assert any("700 beds" in c.text for c in chosen), [c.text for c in chosen]
+
+
 def test_a_when_question_is_answered_by_the_sentence_with_a_date(local_embedder):
     llm = ExtractiveLLM()
     chosen, _ = llm.select(question="When did the United States impose sanctions on Iran?", sources=ARTICLE)
@@ -126,6 +164,18 @@ def test_sentence_splitting_reads_notes_as_prose():
     assert split_sentences(text) == [
         "Cards are blocks that are meant for memorization",
         "Add `#card` to a block to make it a card.",
+    ]
+
+
+def test_an_abbreviation_does_not_end_a_sentence():
+    text = (
+        "Gates called for the defunct U.S. Information Agency, which was charged with it. Dr. Ng agreed with him. "
+        "Some were razed in the 1950s (e.g. Kronenberg Palace) anyway."
+    )
+    assert split_sentences(text) == [
+        "Gates called for the defunct U.S. Information Agency, which was charged with it.",
+        "Dr. Ng agreed with him.",
+        "Some were razed in the 1950s (e.g. Kronenberg Palace) anyway.",
     ]
 
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from rag.llm.prose import expected_form_missing, has_expected_form, negation_unmet, unmentioned_names
+from rag.llm.prose import (
+    expected_form_missing,
+    has_expected_form,
+    names_the_title,
+    negation_unmet,
+    unmentioned_names,
+)
 
 
 def test_a_name_the_sources_never_mention_is_reported():
@@ -15,6 +21,12 @@ def test_a_name_the_sources_never_mention_is_reported():
     # misspelt within its first letters ("Kucokdeveci"), still the same name; another name is not
     assert unmentioned_names("Where did Kucokdeveci work?", text) == []
     assert unmentioned_names("Where did Kowalski work?", text) == ["Kowalski"]
+
+
+def test_a_letter_unicode_does_not_decompose_folds_to_its_plain_letter():
+    text = "The Maria Skłodowska-Curie Institute of Oncology has 700 beds. Søren Kierkegaard wrote."
+    assert unmentioned_names("How many beds does the Maria Sklodowska-Curie Institute have?", text) == []
+    assert unmentioned_names("What did Soren Kierkegaard write?", text) == []
 
 
 def test_when_and_how_many_want_a_date_and_a_number():
@@ -43,3 +55,9 @@ def test_a_negated_question_wants_a_sentence_that_negates():
     assert negation_unmet("What wasn't in Loudoun's plans?", ["Loudoun planned three expeditions."])
     assert not negation_unmet("Who did not sign the treaty?", ["Norway did not sign the treaty."])
     assert not negation_unmet("Who signed the treaty?", ["Nixon signed the treaty."])
+
+
+def test_a_name_spelt_like_the_title_names_the_title():
+    assert names_the_title("Warszowa", "Warsaw")
+    assert not names_the_title("Warwick", "Warsaw")  # another name that begins alike
+    assert not names_the_title("Canada", "United States")
