@@ -78,3 +78,38 @@ def implied_terms(text: str) -> set[str]:
     """Content terms ``text`` states without saying them: the words for a price when it names a
     sum of money."""
     return set(_PRICE_TERMS) if _MONEY_RE.search(text) else set()
+
+
+# Words that say what kind of answer is wanted, not what it is about.
+GENERIC_TERMS = frozenset(
+    stem(w)
+    for w in [
+        "decide",
+        "agree",
+        "say",
+        "talk",
+        "discuss",
+        "happen",
+        "mention",
+        "new",
+        "update",
+        "plan",
+        "conclude",
+        "propose",
+        "next",
+        "action",
+        "item",
+        "summary",
+        "summarize",
+        "outcome",
+        "result",
+        "think",
+        "opinion",
+        "view",
+        "feel",
+        "idea",
+        "consider",
+        "reason",
+        "detail",
+    ]
+)

@@ -446,7 +446,7 @@ def _grounded(value: str, query: str) -> bool:
 
     Small models map "closures" to a random known entity; a value must come from the question.
     """
-    from rag.llm.extractive import content_terms
+    from rag.words import content_terms
 
     asked = content_terms(query)
     return any(term in asked for term in content_terms(value) if len(term) >= 3)

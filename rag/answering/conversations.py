@@ -113,7 +113,7 @@ def choose_strategy(*, question: str, conversation: Conversation, request_filter
     if _TRANSFORM_RE.search(question):
         return NO_RAG
     from rag.answering.followups import more_about
-    from rag.llm.extractive import content_terms
+    from rag.words import content_terms
 
     subject = more_about(question)
     if subject and content_terms(subject) - content_terms(f"{last.topic} {last.query}"):

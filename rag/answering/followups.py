@@ -73,7 +73,7 @@ def more_about(question: str) -> str:
 def points_back(question: str) -> bool:
     """Whether ``question`` leans on the conversation: a pronoun that is not part of a time
     ("this year"), and little of its own to search for."""
-    from rag.llm.extractive import GENERIC_TERMS, content_terms
+    from rag.words import GENERIC_TERMS, content_terms
 
     bare = _TIME_POINTER_RE.sub(" ", question)
     if not _POINTER_RE.search(bare):
@@ -87,7 +87,7 @@ def period_follow_up(question: str, previous: str, *, today) -> str:
     again for the new period ("what did we decide last month?"); empty when ``question`` says
     more than a period."""
     from rag.answering.dates import parse_dates
-    from rag.llm.extractive import content_terms
+    from rag.words import content_terms
 
     m = _PERIOD_ONLY_RE.match(question)
     if not m or not previous:
@@ -188,7 +188,7 @@ _PRESENCE_WORDS = {
 
 def asks_who_was_there(question: str) -> bool:
     """A short "who" follow-up that names nothing new: who took part in what was just discussed."""
-    from rag.llm.extractive import content_terms
+    from rag.words import content_terms
 
     if not _WHO_RE.match(question) or len(question.split()) > 8:
         return False

@@ -32,8 +32,8 @@ from rag.answering.sources import (
 from rag.answering.spelling import correct_query, find_name, unknown_words, vocabulary_of
 from rag.embeddings import get_embedder
 from rag.llm import Completion, ModelInfo
-from rag.llm.extractive import query_vector as cached_query_vector
-from rag.llm.extractive import sentence_vectors
+from rag.llm.candidates import query_vector as cached_query_vector
+from rag.llm.candidates import sentence_vectors
 from rag.rerank import reranked_search
 from rag.search import (
     MAX_QUERY_CHARS,

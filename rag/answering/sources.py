@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rag.llm.context import ContextSource
-from rag.llm.extractive import GENERIC_TERMS, content_terms
 from rag.search import Hit
+from rag.words import GENERIC_TERMS, content_terms
 
 SNIPPET_CHARS = 300
 

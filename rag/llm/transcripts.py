@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from rag.words import STOPWORDS, content_terms, stem
 
 if TYPE_CHECKING:
-    from rag.llm.extractive import Sentence
+    from rag.llm.candidates import Sentence
 
 # Words of conversation rather than of its subject: what keeps a line going, not what it is about
 # (beside the stopwords, which ``content_terms`` drops already).

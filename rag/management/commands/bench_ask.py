@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from rag.acl import Scope
 from rag.answering import evaluation
-from rag.llm.extractive import clear_caches
+from rag.llm.candidates import clear_caches
 
 DEFAULT_QUESTIONS = Path(__file__).resolve().parents[2] / "answering" / "eval" / "logseq_questions.txt"
 

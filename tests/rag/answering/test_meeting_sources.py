@@ -9,8 +9,9 @@ import pytest
 from rag.acl import Scope
 from rag.answering.selectors import document_topics
 from rag.answering.sources import DocumentEvidence, group_hits, rank_documents, select_hits
+from rag.llm.candidates import centrality
 from rag.llm.context import ContextSource
-from rag.llm.extractive import ExtractiveLLM, _centrality
+from rag.llm.extractive import ExtractiveLLM
 from rag.llm.transcripts import names_speaker, says_something
 from rag.models import Project
 from rag.search import Hit
@@ -211,8 +212,8 @@ def test_a_reply_that_says_nothing_is_not_quoted(local_embedder):
 
 def test_centrality_is_the_mean_cosine_to_the_other_sentences():
     vecs = [[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]]
-    assert [round(c, 6) for c in _centrality(vecs)] == [0.3, 0.7, 0.4]
-    assert _centrality([[1.0, 0.0]]) == [0.0]
+    assert [round(c, 6) for c in centrality(vecs)] == [0.3, 0.7, 0.4]
+    assert centrality([[1.0, 0.0]]) == [0.0]
 
 
 def test_extra_documents_need_to_be_close_to_the_leader_and_the_leader_gives_more_chunks():

@@ -5,9 +5,10 @@ note's sentence sits under, steps quoted without their first one."""
 
 from __future__ import annotations
 
+from rag.llm.candidates import Sentence, embedded_text, score_overlap
 from rag.llm.context import ContextSource
 from rag.llm.counts import counted_thing, counts_thing
-from rag.llm.extractive import Sentence, _embedded_text, _score_overlap, asks_how_to
+from rag.llm.extractive import asks_how_to
 from rag.llm.prose import only_points_elsewhere
 from rag.llm.sentences import split_sections, split_sentences
 from rag.words import COMMON_WORDS, content_terms, implied_terms
@@ -121,8 +122,8 @@ def test_a_sentence_knows_the_headings_it_sits_under():
 def test_the_headings_give_a_sentence_its_subject():
     src = ContextSource(n=1, title="Things", text="")
     under = Sentence(source=src, position=0, text="Type the name in curly braces.", section="Using a thing")
-    assert _embedded_text(under) == "Things Using a thing: Type the name in curly braces."
-    assert _embedded_text(Sentence(source=ContextSource(n=2, title="", text=""), position=0, text="x y")) == "x y"
+    assert embedded_text(under) == "Things Using a thing: Type the name in curly braces."
+    assert embedded_text(Sentence(source=ContextSource(n=2, title="", text=""), position=0, text="x y")) == "x y"
 
 
 STEPS = ContextSource(
@@ -154,11 +155,11 @@ def test_the_headings_words_count_for_the_sentence_as_its_title_does():
     src = ContextSource(n=1, title="Things", text="")
     under = Sentence(source=src, position=0, text="Type the name in curly braces.", section="Using a thing")
     other = Sentence(source=src, position=1, text="Open the settings file first.", section="Creating a thing")
-    _score_overlap([under, other], content_terms("how do i use it"))
+    score_overlap([under, other], content_terms("how do i use it"))
     assert under.matched == 1 and other.matched == 0
 
 
 def test_a_heading_that_repeats_the_title_is_not_embedded_twice():
     src = ContextSource(n=1, title="1973 oil crisis", text="")
     under = Sentence(source=src, position=0, text="The embargo began in October.", section="1973 oil crisis")
-    assert _embedded_text(under) == "1973 oil crisis: The embargo began in October."
+    assert embedded_text(under) == "1973 oil crisis: The embargo began in October."

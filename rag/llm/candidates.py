@@ -1,0 +1,162 @@
+"""The sentences an extractive answer may quote: every distinct sentence (or speaker turn) of the
+sources not already said, each with the headings it sits under, embedded with its subject and
+scored by the question's words; and the embedding caches the search and the answerer share."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rag.llm.context import ContextSource
+from rag.llm.sentences import split_sections, split_sentences, split_turns
+from rag.words import GENERIC_TERMS, content_terms, implied_terms
+
+
+@lru_cache(maxsize=256)
+def _cached_query_vector(embedder, text: str) -> tuple[float, ...]:
+    return tuple(embedder.embed_query(text))
+
+
+def query_vector(embedder, text: str) -> list[float]:
+    """The embedding of a question, cached: the search and the answerer both need it."""
+    return list(_cached_query_vector(embedder, text))
+
+
+_SENTENCE_CACHE: dict[tuple[int, str], list[float]] = {}
+_SENTENCE_CACHE_MAX = 20_000
+
+
+def sentence_vectors(embedder, texts: list[str]) -> list[list[float]]:
+    """Sentence embeddings in one batch, cached by text: popular chunks are quoted again and again."""
+    key = id(embedder)
+    missing = list(dict.fromkeys(t for t in texts if (key, t) not in _SENTENCE_CACHE))
+    if missing:
+        if len(_SENTENCE_CACHE) + len(missing) > _SENTENCE_CACHE_MAX:
+            _SENTENCE_CACHE.clear()
+        for text, vec in zip(missing, embedder.embed_documents(missing), strict=True):
+            _SENTENCE_CACHE[(key, text)] = vec
+    return [_SENTENCE_CACHE[(key, t)] for t in texts]
+
+
+def clear_caches() -> None:
+    """Forget cached query and sentence embeddings (benchmarks measure cold asks)."""
+    _cached_query_vector.cache_clear()
+    _SENTENCE_CACHE.clear()
+
+
+@dataclass
+class Sentence:
+    source: ContextSource
+    position: int
+    text: str
+    score: float = 0.0  # relevance, plus the source's rank among the sources
+    relevance: float = 0.0
+    similarity: float = 0.0
+    overlap: float = 0.0
+    matched: int = 0
+    speaker: str = ""
+    specific: float = 0.0
+    section: str = ""  # the headings a note's sentence sits under ("Usage Using a Macro")
+
+    @property
+    def asks(self) -> bool:
+        # "**Which shortcuts can be customized?**": a bold question is still a question.
+        return self.text.rstrip().rstrip("*_").rstrip().endswith("?")
+
+
+def dot(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=False))
+
+
+def centrality(vecs: list[list[float]]) -> list[float]:
+    """Each vector's mean cosine to the others (unit vectors): one pass over their sum, not a
+    pass over every pair."""
+    if len(vecs) < 2:
+        return [0.0] * len(vecs)
+    total = [sum(col) for col in zip(*vecs, strict=True)]
+    return [(dot(v, total) - dot(v, v)) / (len(vecs) - 1) for v in vecs]
+
+
+def embedded_text(c: Sentence) -> str:
+    """The sentence as embedded: its page title and the headings over it give it its subject ("To
+    create one, add #card" under "Flashcards", "type the name in curly braces" under "Using a Macro")."""
+    # An article's one heading is usually its title again: said twice, it would only weigh more.
+    section = "" if c.section.lower() in c.source.title.lower() else c.section
+    subject = " ".join(part for part in (c.source.title, section) if part)
+    return f"{subject}: {c.text}" if subject else c.text
+
+
+def unsaid_sentences(sources: list[ContextSource], already_said: str) -> list[Sentence]:
+    """Every distinct sentence (or speaker turn) of the sources that the conversation has not
+    already said."""
+    said = {norm(s) for s in split_sentences(already_said, max_chars=10_000)} if already_said else set()
+    said_text = norm(already_said)
+    candidates: list[Sentence] = []
+    seen: set[str] = set()
+    for src in sources:
+        turns = split_turns(src.text)
+        sections = [s for s, _ in split_sections(src.text)] if not any(sp for sp, _ in turns) else []
+        for pos, (speaker, text) in enumerate(turns):
+            key = norm(text)
+            if key in seen:
+                continue  # overlapping chunks repeat sentences
+            seen.add(key)
+            if key in said or (len(key) > 30 and key in said_text):
+                continue
+            section = sections[pos] if len(sections) == len(turns) else ""
+            candidates.append(Sentence(source=src, position=pos, text=text, speaker=speaker, section=section))
+    return without_fragments(candidates)
+
+
+def without_fragments(candidates: list[Sentence]) -> list[Sentence]:
+    """The candidates but those that are part of another one: a chunk that begins or ends in
+    the middle of a sentence ("beds, 10 operating theatres…") holds a piece of what the chunk
+    beside it holds whole ("…a 10-floor building with 700 beds, 10 operating theatres…"), and
+    the piece, near the quote's other sentences, would be quoted instead of the whole."""
+    keys = [norm(c.text) for c in candidates]
+    return [
+        c
+        for c, key in zip(candidates, keys, strict=True)
+        if len(key) < 30 or not any(len(other) > len(key) and key in other for other in keys)
+    ]
+
+
+def score_overlap(candidates: list[Sentence], q_terms: set[str]) -> None:
+    """Set each candidate's ``matched``, ``overlap`` and ``specific`` from the question's words.
+
+    Keyword overlap weighted by rarity among the candidates: "logseq" in every sentence of the
+    Logseq docs says nothing, "flashcard" says a lot.
+    """
+    own_terms = [content_terms(c.text) | implied_terms(c.text) for c in candidates]
+    # The headings over a note's sentence say what it is about, as its page title does.
+    title_terms = [content_terms(f"{c.source.title} {c.section}") for c in candidates]
+    df: dict[str, int] = {}
+    for own, title in zip(own_terms, title_terms, strict=True):
+        for term in (own | title) & q_terms:
+            df[term] = df.get(term, 0) + 1
+    weight = {t: math.log(1 + (len(candidates) + 1) / (1 + df.get(t, 0))) for t in q_terms}
+    total_weight = sum(weight.values()) or 1.0
+    # The words that say what the question is about ("p95", "latency"), not what kind of
+    # answer it wants ("decide", "summarize"): weighted by rarity, as above.
+    specific_terms = q_terms - GENERIC_TERMS
+    specific_weight = sum(weight[t] for t in specific_terms) or 1.0
+    for cand, own, title in zip(candidates, own_terms, title_terms, strict=True):
+        # A word of the sentence counts fully, one only in its page title counts half.
+        credit = {t: 1.0 for t in own & q_terms}
+        credit.update({t: 0.5 for t in (title & q_terms) - own})
+        cand.matched = len(credit)
+        plain = sum(credit.values()) / len(q_terms) if q_terms else 0.0
+        # Half plain, half rarity-weighted: with few candidates rarity alone overreacts.
+        cand.overlap = 0.5 * plain + 0.5 * sum(weight[t] * c for t, c in credit.items()) / total_weight
+        cand.specific = (
+            sum(weight[t] * c for t, c in credit.items() if t in specific_terms) / specific_weight
+            if specific_terms
+            else 1.0
+        )
+
+
+def norm(text: str) -> str:
+    """Words only: "state [1]." and "state." compare equal."""
+    return " ".join(re.findall(r"[a-z0-9]+", re.sub(r"\[\d+\]", " ", text.lower())))
