@@ -31,7 +31,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
-from rag import term_stats, text_search
+from rag import term_stats, text_query, text_search
 from rag.acl import Scope, user_hash
 from rag.models import Project
 
@@ -289,7 +289,7 @@ def build_corpus(
                 cursor.execute(f"DROP INDEX IF EXISTS {index_name}")
             cursor.execute("DROP INDEX IF EXISTS chunk_tsv_gin")
             cursor.execute(f"DROP INDEX IF EXISTS {text_search.BM25_INDEX}")
-            stat_triggers = text_search.triggers_present(cursor)
+            stat_triggers = text_query.triggers_present(cursor)
             if stat_triggers:  # SQL backend: one statistics rebuild at the end instead
                 cursor.execute("ALTER TABLE rag_chunk DISABLE TRIGGER rag_chunk_term_stat_insert")
     plan = _LoadPlan(
@@ -316,7 +316,7 @@ def build_corpus(
         text_search.ensure_backend()
     else:
         hnsw_s = use_vector_index(vector_index, memory=build_memory)
-        if text_search.triggers_present_now():
+        if text_query.triggers_present_now():
             term_stats.compact()
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE rag_chunk")

@@ -212,7 +212,7 @@ def test_maxscore_pruning_returns_exactly_the_full_bm25_top_n(hashing_embedder, 
     """Force the first pass down to the rarest lexeme: the top-n must equal scoring every match."""
     if text_backend != "sql":
         pytest.skip("MaxScore passes are the SQL backend's")
-    import rag.text_search as search_module  # the SQL backend's MaxScore lives here
+    import rag.sql_bm25 as search_module  # the SQL backend's MaxScore lives here
 
     settings.KNOWHUB_BM25_MATCH_MAX_DF = 0  # exactness is the point here: no common-lexeme cut-off
 
@@ -265,7 +265,8 @@ def test_common_word_is_scored_but_not_matched_and_the_rare_word_chunk_wins(
     """
     if text_backend != "sql":
         pytest.skip("matching only rare lexemes is the SQL backend's MaxScore; pg_textsearch scores every match")
-    search_module = text_search
+    import rag.sql_bm25 as search_module  # the SQL backend's MaxScore lives here
+
     _common_word_corpus(local_embedder)
     monkeypatch.setattr(search_module, "MAXSCORE_MIN_BUDGET", 1)
     settings.KNOWHUB_BM25_MATCH_MAX_DF = 0
@@ -295,7 +296,7 @@ def test_common_word_is_scored_but_not_matched_and_the_rare_word_chunk_wins(
 
 @pytest.mark.parametrize("mode", ["fulltext", "hybrid"])
 def test_query_of_only_common_words_still_returns_text_matches(local_embedder, monkeypatch, settings, mode):
-    import rag.text_search as search_module  # the SQL backend's MaxScore lives here (inert for pg_textsearch)
+    import rag.sql_bm25 as search_module  # the SQL backend's MaxScore lives here (inert for pg_textsearch)
 
     _common_word_corpus(local_embedder)
     settings.KNOWHUB_BM25_MATCH_MAX_DF = 0.05
