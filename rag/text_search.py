@@ -50,7 +50,6 @@ logger = logging.getLogger(__name__)
 _SWITCH_LOCK = 7_160_016  # pg_advisory_xact_lock key: one backend switch at a time
 
 
-
 # --- pg_textsearch ---------------------------------------------------------------------------
 
 
