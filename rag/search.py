@@ -30,7 +30,7 @@ from rag import side_search, text_search
 from rag.acl import Scope
 from rag.embeddings import Embedder, get_embedder
 from rag.selectors import EmbeddingModelMismatch, check_query_model
-from rag.text_search import MAX_QUERY_CHARS, clean_query_text  # noqa: F401  (public: query cleaning)
+from rag.text_query import MAX_QUERY_CHARS, clean_query_text  # noqa: F401  (public: query cleaning)
 
 logger = logging.getLogger(__name__)
 

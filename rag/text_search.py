@@ -33,9 +33,8 @@ from knowhub import replicas
 from rag.acl import Scope
 from rag.bm25_length import CREATE_LENGTH_FUNCTION, DL_COLUMN, DL_FUNCTION, length_function_current
 from rag.sql_bm25 import SqlBm25
-from rag.text_query import (  # noqa: F401  (MAX_QUERY_CHARS, clean_query_text: public through here)
+from rag.text_query import (
     BM25_INDEX,
-    MAX_QUERY_CHARS,
     TERM_STAT_TRIGGERS,
     TextBackend,
     TextQuery,

@@ -84,32 +84,8 @@ def implied_terms(text: str) -> set[str]:
 GENERIC_TERMS = frozenset(
     stem(w)
     for w in [
-        "decide",
-        "agree",
-        "say",
-        "talk",
-        "discuss",
-        "happen",
-        "mention",
-        "new",
-        "update",
-        "plan",
-        "conclude",
-        "propose",
-        "next",
-        "action",
-        "item",
-        "summary",
-        "summarize",
-        "outcome",
-        "result",
-        "think",
-        "opinion",
-        "view",
-        "feel",
-        "idea",
-        "consider",
-        "reason",
-        "detail",
+        "decide", "agree", "say", "talk", "discuss", "happen", "mention", "new", "update", "plan", "conclude",
+        "propose", "next", "action", "item", "summary", "summarize", "outcome", "result", "think", "opinion",
+        "view", "feel", "idea", "consider", "reason", "detail",
     ]
-)
+)  # fmt: skip
