@@ -59,6 +59,7 @@ class Sentence:
     speaker: str = ""
     specific: float = 0.0
     section: str = ""  # the headings a note's sentence sits under ("Usage Using a Macro")
+    before: str = ""  # the sentence before it in its source ("" for the first)
 
     @property
     def asks(self) -> bool:
@@ -99,6 +100,7 @@ def unsaid_sentences(sources: list[ContextSource], already_said: str) -> list[Se
         turns = split_turns(src.text)
         sections = [s for s, _ in split_sections(src.text)] if not any(sp for sp, _ in turns) else []
         for pos, (speaker, text) in enumerate(turns):
+            before = turns[pos - 1][1] if pos and not speaker else ""
             key = norm(text)
             if key in seen:
                 continue  # overlapping chunks repeat sentences
@@ -106,7 +108,9 @@ def unsaid_sentences(sources: list[ContextSource], already_said: str) -> list[Se
             if key in said or (len(key) > 30 and key in said_text):
                 continue
             section = sections[pos] if len(sections) == len(turns) else ""
-            candidates.append(Sentence(source=src, position=pos, text=text, speaker=speaker, section=section))
+            candidates.append(
+                Sentence(source=src, position=pos, text=text, speaker=speaker, section=section, before=before)
+            )
     return without_fragments(candidates)
 
 
@@ -130,8 +134,13 @@ def score_overlap(candidates: list[Sentence], q_terms: set[str]) -> None:
     Logseq docs says nothing, "flashcard" says a lot.
     """
     own_terms = [content_terms(c.text) | implied_terms(c.text) for c in candidates]
-    # The headings over a note's sentence say what it is about, as its page title does.
-    title_terms = [content_terms(f"{c.source.title} {c.section}") for c in candidates]
+    # The headings over a note's sentence say what it is about, as its page title does; so does
+    # the sentence before one that names its subject only as "it" or "his" ("It was re-established
+    # in April 1991." after "Warsaw's first stock exchange was established in 1817.").
+    title_terms = [
+        content_terms(f"{c.source.title} {c.section} {c.before if leans_on_before(c.text) else ''}")
+        for c in candidates
+    ]
     df: dict[str, int] = {}
     for own, title in zip(own_terms, title_terms, strict=True):
         for term in (own | title) & q_terms:
@@ -155,6 +164,15 @@ def score_overlap(candidates: list[Sentence], q_terms: set[str]) -> None:
             if specific_terms
             else 1.0
         )
+
+
+# A sentence whose subject is a pronoun: what it is about is named in the sentence before it.
+_LEANS_RE = re.compile(r"^[\"'(]?(?:It|Its|He|His|She|Her|They|Their|This|These|The latter)\b")
+
+
+def leans_on_before(text: str) -> bool:
+    """The sentence names its subject only by a pronoun ("It appoints the Commissioners…")."""
+    return bool(_LEANS_RE.match(text))
 
 
 def norm(text: str) -> str:

@@ -21,6 +21,7 @@ from rag.llm.candidates import (
     centrality,
     dot,
     embedded_text,
+    leans_on_before,
     query_vector,
     score_overlap,
     sentence_vectors,
@@ -234,6 +235,7 @@ class ExtractiveLLM:
         floor_ratio = self.more_floor_ratio if more or whole else self.floor_ratio
         chosen = self._choose(candidates, vecs, floor_ratio=floor_ratio, whole=whole)
         chosen = from_first_step(question, chosen, candidates, max_sentences=self.max_sentences)
+        chosen = with_antecedents(chosen, candidates)
         if prose and not narrowed and chosen and self._answers_otherwise(question, chosen):
             return [], best_similarity
         return chosen, best_similarity
@@ -415,6 +417,23 @@ def from_first_step(
     out = [*rest, first]
     order = {c.source.n: i for i, c in reversed(list(enumerate(rest)))}
     out.sort(key=lambda c: (order[c.source.n], c.position))
+    return out
+
+
+def with_antecedents(chosen: list[Sentence], candidates: list[Sentence]) -> list[Sentence]:
+    """Each chosen sentence that names its subject only as "it" or "he" ("It appoints the
+    Commissioners…") preceded by the sentence before it, which names it: quoted alone, it says
+    who or what only to someone who has read the page."""
+    at = {(c.source.n, c.position): c for c in candidates}
+    picked = {id(c) for c in chosen}
+    out: list[Sentence] = []
+    for c in chosen:
+        # Written sentences only: a speaker's "it" points back into the conversation, not one line.
+        lead = at.get((c.source.n, c.position - 1)) if c.before and leans_on_before(c.text) else None
+        if lead is not None and id(lead) not in picked:
+            out.append(lead)
+            picked.add(id(lead))
+        out.append(c)
     return out
 
 

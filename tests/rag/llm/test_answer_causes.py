@@ -163,3 +163,30 @@ def test_a_heading_that_repeats_the_title_is_not_embedded_twice():
     src = ContextSource(n=1, title="1973 oil crisis", text="")
     under = Sentence(source=src, position=0, text="The embargo began in October.", section="1973 oil crisis")
     assert embedded_text(under) == "1973 oil crisis: The embargo began in October."
+
+
+COUNCIL = ContextSource(
+    n=1,
+    title="Union institutions",
+    text=(
+        "The European Council gives political direction to the Union and meets at least every six months. "
+        "It appoints the Commissioners and the board of the Central Bank. "
+        "The Commission is the executive body and proposes new laws."
+    ),
+)
+
+
+def test_a_sentence_that_names_its_subject_by_a_pronoun_is_quoted_after_the_sentence_naming_it(local_embedder):
+    _, text = run("Who appoints the board of the Central Bank?", sources=[COUNCIL])
+    assert "It appoints the Commissioners" in text
+    assert "The European Council gives political direction" in text
+    assert text.index("The European Council") < text.index("It appoints")
+
+
+def test_the_sentence_before_a_pronoun_lends_its_words_as_a_title_does():
+    src = ContextSource(n=1, title="Warsaw", text="")
+    before = "Warsaw's first stock exchange was established in 1817."
+    leaning = Sentence(source=src, position=1, text="It was re-established in April 1991.", before=before)
+    plain = Sentence(source=src, position=2, text="A new market opened in April 1991.", before=before)
+    score_overlap([leaning, plain], content_terms("when was the stock exchange re-established"))
+    assert leaning.matched > plain.matched
