@@ -11,6 +11,31 @@ import re
 
 _PARA_SPLIT = re.compile(r"\n\s*\n")
 _SENT_SPLIT = re.compile(r"(?<=[.!?…])\s+(?=[\"'(\[]?[A-Z0-9À-ÖØ-Þ#*\-])|(?<=\n)")
+# A period that ends an abbreviation, not a sentence: initials ("U.S.", "John F. Kennedy"), titles
+# before a name ("Dr. Ng", "Fort St. Frédéric") and "e.g." before an example. Cut there, "the
+# defunct U.S." and "Information Agency, which…" are two pieces, neither saying what the sentence
+# says, and a chunk may end between them.
+ABBREVIATION_END_RE = re.compile(
+    r"(?:\b[A-Z]\.|\b(?:Mr|Mrs|Ms|Dr|Prof|St|Mt|Ft|Gen|Col|Capt|Lt|Sgt|Gov|Sen|Rep|Rev|vs|e\.g|i\.e|cf)\.)$"
+)
+
+
+def sentences_of(para: str) -> list[str]:
+    """``para`` split at its sentence ends and line breaks, an abbreviation's period not being one
+    (but a line break always is)."""
+    out: list[str] = []
+    start, joins = 0, False
+    for m in [*_SENT_SPLIT.finditer(para), None]:
+        piece = para[start : m.start() if m else len(para)]
+        if joins:
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece)
+        if m is None:
+            break
+        start = m.end()
+        joins = "\n" not in m.group(0) and bool(ABBREVIATION_END_RE.search(out[-1]))
+    return out
 
 
 def _pieces(text: str, size: int) -> list[str]:
@@ -23,7 +48,7 @@ def _pieces(text: str, size: int) -> list[str]:
         if len(para) <= size:
             pieces.append(para)
             continue
-        for sent in _SENT_SPLIT.split(para):
+        for sent in sentences_of(para):
             sent = sent.strip()
             if not sent:
                 continue

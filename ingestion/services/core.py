@@ -53,8 +53,9 @@ TYPE_HELP = {
     "was loaded; nothing is added).",
 }
 NOTION_COLLECTION = "notion"
-# Version of how this module shapes sources: bump to make every folder sync redo every file.
-SHAPE_VERSION = "1"
+# Version of how this module shapes sources (and how rag.chunking cuts them): bump to make every
+# folder sync redo every file.
+SHAPE_VERSION = "2"
 _FLUSH_SECONDS = 1.0
 _UPSERT_BATCH_DOCS = 32
 

@@ -6,16 +6,11 @@ from __future__ import annotations
 
 import re
 
+from rag.chunking import ABBREVIATION_END_RE
 from rag.llm.transcripts import SPEAKER_RE, tidy_speech
 from rag.words import WORD_RE
 
 _SENT_SPLIT_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
-# A period that ends an abbreviation, not a sentence: initials ("U.S.", "John F. Kennedy"), titles
-# before a name ("Dr. Ng", "St. Anne") and "e.g." before an example. Split there, "the defunct
-# U.S." and "Information Agency, which…" become two fragments, neither saying what the sentence says.
-_ABBREVIATION_END_RE = re.compile(
-    r"(?:\b[A-Z]\.|\b(?:Mr|Mrs|Ms|Dr|Prof|St|Mt|Ft|Gen|Col|Capt|Lt|Sgt|Gov|Sen|Rep|Rev|vs|e\.g|i\.e|cf)\.)$"
-)
 _PROPERTY_RE = re.compile(r"^\s*[\w-]+::\s*")
 _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _HEADING_RE = re.compile(r"^\s*#{1,6}\s+")
@@ -108,7 +103,7 @@ def sentence_pieces(line: str) -> list[str]:
     """``line`` split at its sentence ends, an abbreviation's period not being one."""
     pieces: list[str] = []
     for piece in _SENT_SPLIT_RE.split(line):
-        if pieces and _ABBREVIATION_END_RE.search(pieces[-1].rstrip()):
+        if pieces and ABBREVIATION_END_RE.search(pieces[-1].rstrip()):
             pieces[-1] = f"{pieces[-1].rstrip()} {piece.lstrip()}"
         else:
             pieces.append(piece)

@@ -45,3 +45,14 @@ def test_every_word_survives(parts):
     text = " ".join(parts)
     chunks = split_text(text, size=120, overlap=30)
     assert set(text.split()) == set(" ".join(chunks).split())
+
+
+def test_a_sentence_is_not_cut_after_an_abbreviation():
+    # A paragraph longer than a chunk is cut between sentences; "St." and "U.S." end no sentence.
+    para = " ".join(
+        ["Johnson was seen as the larger threat, so Vaudreuil sent Dieskau to Fort St. Frédéric to meet it."] * 3
+        + ["The U.S. National Science Foundation funded the network for years."] * 3
+    )
+    chunks = split_text(para, size=120, overlap=0)
+    assert not any(c.rstrip().endswith(("St.", "U.S.")) for c in chunks)
+    assert sum("Fort St. Frédéric" in c for c in chunks) == 3
