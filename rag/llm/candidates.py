@@ -96,11 +96,13 @@ def unsaid_sentences(sources: list[ContextSource], already_said: str) -> list[Se
     said_text = norm(already_said)
     candidates: list[Sentence] = []
     seen: set[str] = set()
-    for src in sources:
-        turns = split_turns(src.text)
+    all_turns = [split_turns(src.text) for src in sources]
+    # In a conversation "it" and "this" point anywhere in what was said, not to the line before.
+    spoken = any(sp for turns in all_turns for sp, _ in turns)
+    for src, turns in zip(sources, all_turns, strict=True):
         sections = [s for s, _ in split_sections(src.text)] if not any(sp for sp, _ in turns) else []
         for pos, (speaker, text) in enumerate(turns):
-            before = turns[pos - 1][1] if pos and not speaker else ""
+            before = turns[pos - 1][1] if pos and not spoken else ""
             key = norm(text)
             if key in seen:
                 continue  # overlapping chunks repeat sentences
