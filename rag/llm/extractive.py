@@ -319,7 +319,11 @@ class ExtractiveLLM:
             # is the best the ranked sources offer: its score, rank included, must reach the floor.
             weight = pick.relevance if chosen else pick.score
             if weight < floor and (len(chosen) >= 2 or pick.similarity < self.min_similarity + 0.1):
-                break
+                # MMR takes a less redundant sentence before a more relevant one: one below the
+                # floor ends nothing while another above it is left.
+                if not chosen:
+                    break
+                continue
             if any(dot(vec_of[id(pick)], vec_of[id(s)]) > 0.9 for s in chosen):
                 continue
             # Another document joins the answer only when it answers nearly as well: a second
@@ -428,7 +432,7 @@ def with_antecedents(chosen: list[Sentence], candidates: list[Sentence]) -> list
     picked = {id(c) for c in chosen}
     out: list[Sentence] = []
     for c in chosen:
-        # Written sentences only: a speaker's "it" points back into the conversation, not one line.
+        # Written sources only (``before`` is empty in transcripts).
         lead = at.get((c.source.n, c.position - 1)) if c.before and leans_on_before(c.text) else None
         if lead is not None and id(lead) not in picked:
             out.append(lead)

@@ -190,3 +190,20 @@ def test_the_sentence_before_a_pronoun_lends_its_words_as_a_title_does():
     plain = Sentence(source=src, position=2, text="A new market opened in April 1991.", before=before)
     score_overlap([leaning, plain], content_terms("when was the stock exchange re-established"))
     assert leaning.matched > plain.matched
+
+
+def test_a_less_redundant_sentence_below_the_floor_does_not_end_the_answer():
+    from rag.llm.extractive import ExtractiveLLM
+
+    src = ContextSource(n=1, title="Page", text="")
+
+    def sentence(pos, relevance):
+        s = Sentence(source=src, position=pos, text=f"Sentence number {pos} says something.")
+        s.relevance = s.score = relevance
+        s.similarity = 0.8
+        return s
+
+    best, second, stray, relevant = sentence(0, 1.0), sentence(1, 0.9), sentence(2, 0.6), sentence(3, 0.75)
+    vecs = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.6, 0.8, 0.0]]
+    chosen = ExtractiveLLM()._choose([best, second, stray, relevant], vecs, floor_ratio=0.7)
+    assert relevant in chosen and stray not in chosen
