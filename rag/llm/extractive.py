@@ -299,6 +299,7 @@ class ExtractiveLLM:
         pool = sorted((c for c in candidates if not c.speaker or says_something(c.text)), key=lambda c: -c.score)[:60]
         chosen: list[Sentence] = []
         chars = 0
+        written = not any(c.speaker for c in candidates)
         # How many sentences are worth quoting is a matter of their relevance against the answer's
         # first sentence: the sources' rank decides between sentences, not how long the answer is.
         floor = 0.15
@@ -319,9 +320,10 @@ class ExtractiveLLM:
             # is the best the ranked sources offer: its score, rank included, must reach the floor.
             weight = pick.relevance if chosen else pick.score
             if weight < floor and (len(chosen) >= 2 or pick.similarity < self.min_similarity + 0.1):
-                # MMR takes a less redundant sentence before a more relevant one: one below the
-                # floor ends nothing while another above it is left.
-                if not chosen:
+                # MMR takes a less redundant sentence before a more relevant one: in a written
+                # source one below the floor ends nothing while another above it is left. (A
+                # meeting's lines above the floor after that are mostly other meetings' words.)
+                if not chosen or not written:
                     break
                 continue
             if any(dot(vec_of[id(pick)], vec_of[id(s)]) > 0.9 for s in chosen):
