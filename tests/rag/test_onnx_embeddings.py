@@ -62,6 +62,23 @@ def test_onnx_vectors_match_torch(torch_embedder, onnx_embedders):
         assert np.array_equal(np.array(onnx_embedders["onnx-int8"].embed_query(text)), int8[i])
 
 
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
+def test_documents_run_one_batch_per_core_with_the_vectors_one_thread_makes(backend):
+    """Documents run on a pool of single-threaded runs, several batches at once; each text gets the
+    vector it gets alone on the query session (all cores on one input)."""
+    from rag.embeddings.onnx import OnnxEmbedder
+
+    embedder = OnnxEmbedder(quantized=backend == "onnx-int8", threads=2, batch_size=2)
+    texts = TEXTS * 3
+    vectors = np.array(embedder.embed_documents(texts))
+    assert embedder._documents is not None, "the documents did not go through the pool"
+    alone = np.array([embedder.embed_query(text) for text in texts])
+    if backend == "onnx-int8":
+        assert np.array_equal(vectors, alone)
+    else:
+        assert np.allclose(vectors, alone, atol=1e-5)
+
+
 def test_an_unknown_backend_is_a_configuration_error():
     with pytest.raises(EmbeddingError, match="KNOWHUB_EMBEDDING_BACKEND"):
         _local("tensorrt")
