@@ -72,6 +72,8 @@ def check_turn(turn: dict, body: dict) -> list[str]:
     for fact in turn.get("contains", []):
         if fact.lower() not in answer.lower():
             problems.append(f"missing {fact!r} in {answer[:300]!r}")
+    if (any_of := turn.get("contains_any")) and not any(fact.lower() in answer.lower() for fact in any_of):
+        problems.append(f"none of {any_of!r} in {answer[:300]!r}")
     for fact in turn.get("verbatim", []):
         if fact not in answer:
             problems.append(f"missing verbatim {fact!r} in {answer[:300]!r}")
@@ -151,3 +153,14 @@ def test_logseq_scenarios(client, users, local_embedder, pinned_today, tmp_path)
     passed, total, failures, known = run_dialogues(client, users, SCENARIOS["logseq"])
     _report("logseq", passed, total, failures, known)
     assert not failures, "\n".join(failures)
+
+
+def test_a_turn_several_sentences_answer_passes_on_any_of_them():
+    turn = {"ask": "is logseq sync encrypted", "contains_any": ["password", "end-to-end"]}
+
+    def body(answer: str) -> dict:
+        return {"answer": answer, "citations": [{"n": 1}]}
+
+    assert check_turn(turn, body("Yes, your graph is end-to-end encrypted [1].")) == []
+    assert check_turn(turn, body("Each graph is encrypted with a password [1].")) == []
+    assert check_turn(turn, body("Your encrypted data is stored on AWS [1].")) != []
