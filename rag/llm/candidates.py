@@ -140,8 +140,7 @@ def score_overlap(candidates: list[Sentence], q_terms: set[str]) -> None:
     # the sentence before one that names its subject only as "it" or "his" ("It was re-established
     # in April 1991." after "Warsaw's first stock exchange was established in 1817.").
     title_terms = [
-        content_terms(f"{c.source.title} {c.section} {c.before if leans_on_before(c.text) else ''}")
-        for c in candidates
+        content_terms(f"{c.source.title} {c.section} {c.before if leans_on_before(c.text) else ''}") for c in candidates
     ]
     df: dict[str, int] = {}
     for own, title in zip(own_terms, title_terms, strict=True):
