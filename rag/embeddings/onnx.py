@@ -243,8 +243,7 @@ class OnnxEmbedder:
 
         if documents and len(batches) > 1 and self.document_workers() > 1:
             single, pool = self._document_runner()
-            for future in [pool.submit(run, batch, single) for batch in batches]:
-                future.result()
+            list(pool.map(lambda batch: run(batch, single), batches))  # list(): waits, and raises what a batch raised
         else:
             for batch in batches:
                 run(batch, session)
