@@ -161,6 +161,22 @@ def unglued(word: str, vocabulary: set[str], *, camel_only: bool = False) -> str
     return f"{word[: cuts[0]]} {word[cuts[0] :]}"
 
 
+def glued(query: str, unknown: set[str], vocabulary: set[str]) -> dict[str, str]:
+    """Two words of ``query`` that the documents write as one ("gun powder" for "gunpowder",
+    "data base"), where one of the two is a word no document holds: the pair → the one word. The
+    reverse of ``unglued``; the glued word must be one the documents found do write."""
+    words = list(re.finditer(r"[A-Za-z]+", query))
+    fixes: dict[str, str] = {}
+    for a, b in zip(words, words[1:], strict=False):
+        first, second = a.group(0), b.group(0)
+        if not re.fullmatch(r"[ -]", query[a.end() : b.start()]) or min(len(first), len(second)) < 3:
+            continue
+        joined = (first + second).lower()
+        if joined in vocabulary and (first.lower() in unknown or second.lower() in unknown):
+            fixes[query[a.start() : b.end()]] = first + second.lower()
+    return fixes
+
+
 def _same_letters(typed: str, word: str) -> bool:
     """The same letters in another order ("ableine" for "abilene"): fingers that outran each
     other, two edits apart but no other word's letters."""
@@ -172,9 +188,12 @@ def correct_query(query: str, *, unknown: set[str], vocabulary: set[str]) -> tup
     the replacements made (typed → corrected). A capitalised word of a question not written all
     in lower case is a name typed on purpose: one the index never saw is something it does not
     hold, and correcting it to a near word would answer a question about something else."""
-    fixes: dict[str, str] = {}
+    fixes: dict[str, str] = glued(query, unknown, vocabulary)
+    joined = {w.lower() for pair in fixes for w in re.findall(r"[A-Za-z]+", pair)}
     lower_question = query == query.lower()
     for word in set(WORD_RE.findall(query)):
+        if word.lower() in joined:
+            continue
         name = not lower_question and word[:1].isupper() and query.lstrip().find(word) != 0
         if word.lower() in unknown and (parts := unglued(word, vocabulary, camel_only=name)):
             fixes[word] = parts  # the same letters, a space left out: no guess at a name

@@ -85,18 +85,60 @@ def unmentioned_names(question: str, sources_text: str) -> list[str]:
     # A name spelt a little differently ("Kucukdeveci", "Gebhard v Consiglio…") is still the same
     # name: its first five letters beginning a word of the sources will do.
     starts = {w[:5] for w in re.findall(r"[a-z0-9]+", said)}
+    acronyms: set[str] | None = None
     missing = []
-    for word in words:
+    for i, word in enumerate(words):
         low = _fold(word).strip(".'’")
         if low in STOPWORDS or len(low) < 2 or not re.fullmatch(r"[a-z0-9'’.-]+", low):
             continue
         stem = low[:-2] if low.endswith(("'s", "’s")) else low
         if re.search(rf"(?<![\w]){re.escape(stem)}", said) or (len(stem) >= 5 and stem[:5] in starts):
             continue
+        if word.isupper():
+            acronyms = _acronyms(sources_text) if acronyms is None else acronyms
+            if stem in acronyms:
+                continue  # "WWII" where the sources spell out "World War II"
+        if _one_word_with_neighbour(words, i, question, said):
+            continue  # "Apple Talk" where the sources write "AppleTalk"
         if len(stem) >= 5 and difflib.get_close_matches(stem, words_said(said), n=1, cutoff=0.8):
             continue  # misspelt: "Celeron" for "Céloron", "Groner" for "Groener"
         missing.append(word)
     return missing
+
+
+def _one_word_with_neighbour(words: list[str], i: int, question: str, said: str) -> bool:
+    """The name ``words[i]`` and the name next to it in the question are one word of the sources."""
+    for a, b in ((i - 1, i), (i, i + 1)):
+        if a < 0 or b >= len(words) or not re.search(rf"{re.escape(words[a])}[ -]{re.escape(words[b])}", question):
+            continue
+        if re.search(rf"(?<![\w]){re.escape(_fold(words[a] + words[b]))}(?![\w])", said):
+            return True
+    return False
+
+
+# Words a name's initials skip ("European Coal and Steel Community" is the ECSC).
+_ACRONYM_SKIP = frozenset({"of", "and", "the", "for", "on", "in", "de", "du", "des", "la", "le", "del", "di", "&"})
+_ROMAN_RE = re.compile(r"[IVX]+")
+
+
+def _acronyms(text: str) -> set[str]:
+    """The initials (lower case) of each stretch of capitalised words of ``text``, a Roman numeral
+    kept whole: "World War II" → "wwii", "European Coal and Steel Community" → "ecsc"."""
+    out: set[str] = set()
+    for line in re.split(r"[.;:!?()\[\]\n\"“”]", text):
+        run: list[str] = []
+        for word in [*line.split(), ""]:
+            word = word.strip(",'’")
+            if word[:1].isupper() or (run and word.lower() in _ACRONYM_SKIP):
+                run.append(word)
+                continue
+            while run and run[-1].lower() in _ACRONYM_SKIP:
+                run.pop()
+            units = [w if _ROMAN_RE.fullmatch(w) else w[0] for w in run if w.lower() not in _ACRONYM_SKIP]
+            # Any stretch of the run: "After World War II" also holds "World War II".
+            out.update("".join(units[a:b]) for a in range(len(units)) for b in range(a + 2, len(units) + 1))
+            run = []
+    return {_fold(a) for a in out if len(a) >= 2}
 
 
 def names_the_title(word: str, title: str) -> bool:

@@ -87,6 +87,18 @@ def test_two_words_typed_without_their_space_are_split():
     assert correct_query("Where is Sunderland?", unknown={"sunderland"}, vocabulary=vocabulary)[1] == {}
 
 
+def test_two_words_the_documents_write_as_one_are_joined():
+    vocabulary = {"gunpowder", "destroyed", "power", "data", "database"}
+    # "powder" is no word of the documents; without the join it would become "power".
+    assert correct_query("How much gun powder was destroyed?", unknown={"powder"}, vocabulary=vocabulary) == (
+        "How much gunpowder was destroyed?",
+        {"gun powder": "gunpowder"},
+    )
+    assert correct_query("what is a data-base", unknown={"base"}, vocabulary=vocabulary)[0] == "what is a database"
+    # Both words known: each means itself, nothing is joined.
+    assert correct_query("what is a data base", unknown=set(), vocabulary=vocabulary)[1] == {}
+
+
 # -- through the ask, on the demo corpus ----------------------------------------------------------
 
 

@@ -23,6 +23,21 @@ def test_a_name_the_sources_never_mention_is_reported():
     assert unmentioned_names("Where did Kowalski work?", text) == ["Kowalski"]
 
 
+def test_an_acronym_of_a_name_the_sources_spell_out_is_mentioned():
+    text = "After World War II the city was rebuilt. The European Coal and Steel Community pooled coal."
+    assert unmentioned_names("What was rebuilt after WWII?", text) == []
+    assert unmentioned_names("What did the ECSC pool?", text) == []
+    assert unmentioned_names("What did the EEC pool?", text) == ["EEC"]
+    # Only a word in capitals is read as initials: "Ww" is a name like any other.
+    assert unmentioned_names("What did Ecsc pool?", text) == ["Ecsc"]
+
+
+def test_two_names_the_sources_write_as_one_word_are_mentioned():
+    text = "AppleTalk let local networks form without a router."
+    assert unmentioned_names("What were features of Apple Talk", text) == []
+    assert unmentioned_names("What were features of Apple Share", text) == ["Share"]
+
+
 def test_a_letter_unicode_does_not_decompose_folds_to_its_plain_letter():
     text = "The Maria Skłodowska-Curie Institute of Oncology has 700 beds. Søren Kierkegaard wrote."
     assert unmentioned_names("How many beds does the Maria Sklodowska-Curie Institute have?", text) == []
