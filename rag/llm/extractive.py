@@ -254,10 +254,11 @@ class ExtractiveLLM:
         quoted = {c.source.n: f"{c.source.title} {c.source.text}" for c in chosen}
         if _names_unsaid(question, " ".join(quoted.values()), titles):
             return True
-        # A name (not a figure) of the question that no quoted sentence, nor its page's title,
-        # says: the sentences are about something else of the same page.
+        # A name or figure of the question that no quoted sentence, nor its page's title, says: the
+        # sentences are about something else of the same page ("began operation in 1982" answered
+        # by the sentence on 1981).
         said = " ".join([titles, *texts])
-        return any(not w[0].isdigit() for w in _names_unsaid(question, said, titles))
+        return bool(_names_unsaid(question, said, titles))
 
     def _relevant(self, candidates: list[Sentence], q_terms: set[str]) -> bool:
         """Whether any candidate answers the question rather than merely sharing its topic.

@@ -44,6 +44,8 @@ _NUMBER_RE = re.compile(
 _WHO_RE = re.compile(r"^\s*(?:who|whom|whose)\b", re.I)
 _NEGATION_RE = re.compile(r"\b(?:not|never|no|none|nor|without|neither)\b|n['’]t\b", re.I)
 _NAME_RE = re.compile(r"\b(?:[A-Z][\w'’.-]*[A-Za-z]|\d{3,4})\b")
+# What a question names that its answer must be about: a name, a year, a figure ("74 ha").
+_NAMED_RE = re.compile(r"\b(?:[A-Z][\w'’.-]*[A-Za-z]|\d{2,4})\b")
 
 
 def expected_form_missing(question: str, sentences: list[str]) -> bool:
@@ -77,7 +79,7 @@ def negation_unmet(question: str, sentences: list[str]) -> bool:
 def unmentioned_names(question: str, sources_text: str) -> list[str]:
     """Names and years of the question (capitalised words after its first, numbers) that the
     sources never mention: a question about something they do not hold."""
-    words = _NAME_RE.findall(question)
+    words = _NAMED_RE.findall(question)
     first = re.match(r"\s*([\w'’.-]+)", question)
     if first and words and words[0] == first.group(1):
         words = words[1:]  # a sentence's first word is capitalised anyway
@@ -94,6 +96,8 @@ def unmentioned_names(question: str, sources_text: str) -> list[str]:
         stem = low[:-2] if low.endswith(("'s", "’s")) else low
         if re.search(rf"(?<![\w]){re.escape(stem)}", said) or (len(stem) >= 5 and stem[:5] in starts):
             continue
+        if len(low) == 2 and low.isdigit() and re.search(r"\b\d{4}\b", question):
+            continue  # "in 1755, 56, 57": years, the century left out
         if word.isupper():
             acronyms = _acronyms(sources_text) if acronyms is None else acronyms
             if stem in acronyms:

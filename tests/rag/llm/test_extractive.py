@@ -8,6 +8,7 @@ import re
 import pytest
 
 from rag.llm import Completion, get_chat_llm, get_llm
+from rag.llm.candidates import Sentence
 from rag.llm.context import ContextSource, format_user_prompt, parse_user_prompt
 from rag.llm.extractive import ExtractiveLLM
 from rag.llm.sentences import split_sentences, split_turns
@@ -93,6 +94,20 @@ def test_prose_refuses_a_quote_about_another_subject_or_the_opposite(local_embed
     # the sources say what the US did, never what it did not
     _, text = run("What sanctions did the United States not impose on Iran?", sources=ARTICLE)
     assert "[1]" not in text and text.startswith("I found nothing relevant")
+
+
+def test_prose_refuses_a_quote_about_another_year_of_the_same_page():
+    page = ContextSource(
+        n=1, title="Networks",
+        text=(
+            "The Computer Science Network began operation in 1981. It linked university departments. "
+            "The founders wrote a history of the project in 1982."
+        ),
+    )  # fmt: skip
+    quoted = [Sentence(source=page, position=0, text="The Computer Science Network began operation in 1981.")]
+    assert not ExtractiveLLM._answers_otherwise("What network began operation in 1981?", quoted)
+    # 1982 is on the page, but not where it speaks of beginning operation
+    assert ExtractiveLLM._answers_otherwise("What network began operation in 1982?", quoted)
 
 
 def test_the_page_title_spelt_another_way_is_the_pages_subject(local_embedder):

@@ -23,6 +23,14 @@ def test_a_name_the_sources_never_mention_is_reported():
     assert unmentioned_names("Where did Kowalski work?", text) == ["Kowalski"]
 
 
+def test_a_figure_of_the_question_the_sources_never_say_is_reported():
+    text = "The Łazienki Park covers the area of 76 ha. The British campaigns of 1755 failed."
+    assert unmentioned_names("What park covers an area of 74 ha?", text) == ["74"]
+    assert unmentioned_names("What park covers an area of 76 ha?", text) == []
+    # after a year, two digits are the next years with their century left out
+    assert unmentioned_names("Why did British campaigns fail in 1755, 56, 57?", text) == []
+
+
 def test_an_acronym_of_a_name_the_sources_spell_out_is_mentioned():
     text = "After World War II the city was rebuilt. The European Coal and Steel Community pooled coal."
     assert unmentioned_names("What was rebuilt after WWII?", text) == []
