@@ -42,7 +42,7 @@ from rag.search import (
     chunk_search,
 )
 from rag.selectors import check_query_model
-from rag.words import WORD_RE
+from rag.words import GENERIC_TERMS, WORD_RE, content_terms
 
 logger = logging.getLogger(__name__)
 
@@ -269,6 +269,35 @@ def _correct_spelling(run: AskRun, search, applied: SearchFilters) -> bool:
     run.searched_query = corrected[:MAX_QUERY_CHARS]
     run.corrected_query = correct_query(run.corrected_query or run.query, unknown=typos, vocabulary=vocabulary)[0]
     return True
+
+
+_UNMENTIONED_SHARE = 0.25
+
+
+def unmentioned_note(run: AskRun, answer: str) -> str:
+    """The line an answer opens with when a word of the question is in no document the person
+    can see ("is logseq sync encrypted" over pages that never speak of encryption): the quotes
+    after it are the closest the sources come, not an answer to that word. Empty otherwise.
+
+    A word the answer or its sources' titles and agenda items say is mentioned ("Summarize the
+    discussion on detecting linguistic features" names an agenda item, not a sentence)."""
+    names = {w.lower() for chip in run.chips if chip.field == "people" for w in WORD_RE.findall(chip.phrase)}
+    corrected = {w.lower() for typed in run.corrections for w in WORD_RE.findall(typed)}
+    said = " ".join([answer, *(f"{d.best.title} {d.agenda}" for d in run.docs)]).lower()
+    words = [
+        w
+        for w in dict.fromkeys(re.findall(r"\w+", run.query))  # whole words: "Frédéric", not "ric"
+        if w.lower() in run.unknown
+        and w.lower() not in names | corrected
+        and not content_terms(w) <= GENERIC_TERMS  # "summarize", "discussion": the kind of answer
+        and not re.search(rf"(?<!\w){re.escape(w.lower())}", said)
+    ]
+    # One such word in a long question is a detail the quotes may answer in other words; in a
+    # short one ("is logseq sync encrypted") it is the point of the question.
+    if not words or len(words) < _UNMENTIONED_SHARE * len(content_terms(run.query)):
+        return ""
+    said = " or ".join(f"“{w}”" for w in words)
+    return f"Nothing you can see mentions {said}; the closest your sources come:"
 
 
 def _mark_agenda(docs: list[SourceDoc], agenda: dict[DocKey, list[str]], closeness: dict[str, float]) -> None:

@@ -24,7 +24,7 @@ from rag.answering import followups, history
 from rag.answering.analysis import CHIP_FIELDS, form_chips
 from rag.answering.citations import CitationFilter
 from rag.answering.prompts import COUNT_NOTE, FALLBACK_NOTE, system_prompt
-from rag.answering.retrieval import AskRun, period_text, retrieve, reuse, widen
+from rag.answering.retrieval import AskRun, period_text, retrieve, reuse, unmentioned_note, widen
 from rag.answering.sources import (
     SourceDoc,
     apply_numbers,
@@ -297,6 +297,8 @@ def _pipeline(run: AskRun) -> Iterator[AskEvent]:
                 yield _delta(run, run.count["statement"] + "\n\n")
             if not parts and not run.count:
                 parts = [NOTHING_VISIBLE.format(query=run.query)]
+            elif run.cited and (note := unmentioned_note(run, "".join(parts))):
+                parts = [note + "\n\n", *parts]
             if parts:
                 yield AskEvent("status", {"stage": "generating", "model": run.info.id})
             for part in parts:  # one sentence a delta: the page shows them as they come

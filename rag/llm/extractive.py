@@ -233,7 +233,10 @@ class ExtractiveLLM:
         # (step) the sources hold, often one a document, not the one closest to the question.
         whole = wants_all(q_terms)
         floor_ratio = self.more_floor_ratio if more or whole else self.floor_ratio
-        chosen = self._choose(candidates, vecs, floor_ratio=floor_ratio, whole=whole)
+        # The decisions of what the question is about: "what did we decide with Acme?" is not
+        # answered by a course page's "…is decided by where it is written".
+        about = on_subject(candidates, q_terms) if whole else None
+        chosen = self._choose(candidates, vecs, floor_ratio=floor_ratio, whole=whole, about=about)
         chosen = from_first_step(question, chosen, candidates, max_sentences=self.max_sentences)
         chosen = with_antecedents(chosen, candidates)
         if prose and not narrowed and chosen and self._answers_otherwise(question, chosen):
@@ -288,8 +291,9 @@ class ExtractiveLLM:
         )
 
     def _choose(
-        self, candidates: list[Sentence], vecs: list[list[float]], *, floor_ratio: float, whole: bool = False
-    ) -> list[Sentence]:
+        self, candidates: list[Sentence], vecs: list[list[float]], *, floor_ratio: float, whole: bool = False,
+        about: set[int] | None = None,
+    ) -> list[Sentence]:  # fmt: skip
         """Pick the answer's sentences by maximal marginal relevance, then put them in reading order.
 
         After the first, a sentence must reach ``floor_ratio`` of its relevance (or be among the
@@ -297,7 +301,14 @@ class ExtractiveLLM:
         vec_of = {id(c): v for c, v in zip(candidates, vecs, strict=True)}
         # A spoken line that says nothing ("Guess you could, yeah.", "How can I say this.") is not
         # quoted, however well it scores as the reply to a question that does.
-        pool = sorted((c for c in candidates if not c.speaker or says_something(c.text)), key=lambda c: -c.score)[:60]
+        pool = sorted(
+            (
+                c
+                for c in candidates
+                if (not c.speaker or says_something(c.text)) and (about is None or c.source.n in about)
+            ),
+            key=lambda c: -c.score,
+        )[:60]
         chosen: list[Sentence] = []
         chars = 0
         written = not any(c.speaker for c in candidates)
@@ -449,6 +460,20 @@ _LIST_TERMS = frozenset(
     stem(w) for w in ["decide", "decision", "agree", "step", "conclude", "action", "todo", "outcome", "resolve"]
 )
 _LIST_WORD_RE = re.compile(r"\b(?:decision|decided|decide|agreed|agree|step|action item|concluded|resolved)s?\b", re.I)
+
+
+def on_subject(candidates: list[Sentence], q_terms: set[str]) -> set[int] | None:
+    """The sources (numbers) that name what a "what did we decide with X?" question is about; None
+    when the question names nothing besides the kind of thing it asks for (every source is)."""
+    subject = q_terms - _LIST_TERMS - GENERIC_TERMS
+    if not subject:
+        return None
+    about = {
+        src.n
+        for src in {c.source.n: c.source for c in candidates}.values()
+        if subject & content_terms(f"{src.title} {src.text}")
+    }
+    return about or None
 
 
 def wants_all(q_terms: set[str]) -> bool:
