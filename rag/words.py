@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 
-# Letters and digits, keeping inner apostrophes, dots, plus and hash ("don't", "v1.2", "C++", "C#").
-WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'+#.-]*[A-Za-z0-9+#]|[A-Za-z0-9]")
+# Letters and digits of any alphabet ("Céloron", "Skłodowska" are one word each), keeping inner
+# apostrophes, dots, plus and hash ("don't", "v1.2", "C++", "C#"); an underscore separates words.
+WORD_RE = re.compile(r"[^\W_](?:[^\W_]|['+#.-])*(?:[^\W_]|[+#])|[^\W_]")
 
 _STOP_TEXT = """a about above after again against all am an and any are as at be because been before being
 below between both but by can could did do does doing down during each few for from further had

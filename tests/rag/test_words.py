@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.words import content_terms, stem
+from rag.words import WORD_RE, content_terms, stem
 
 
 @pytest.mark.parametrize(
@@ -27,3 +27,10 @@ def test_a_question_and_the_sentence_that_answers_it_share_terms():
     question = content_terms("What did Leo ask for?")
     answer = content_terms("Leo Martin asked for a monthly report of unanswered questions.")
     assert question <= answer
+
+
+def test_a_word_with_letters_of_another_alphabet_is_one_word():
+    assert content_terms("Who was Frédéric Chopin?") == {"frédéric", "chopin"}
+    assert WORD_RE.findall("Skłodowska-Curie met Céloron") == ["Skłodowska-Curie", "met", "Céloron"]
+    # an underscore still separates ("hnsw_ef" is two words the index holds), and "C++" stays whole
+    assert WORD_RE.findall("hnsw_ef C++") == ["hnsw", "ef", "C++"]
