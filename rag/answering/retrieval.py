@@ -296,8 +296,8 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
     # short one ("is logseq sync encrypted") it is the point of the question.
     if not words or len(words) < _UNMENTIONED_SHARE * len(content_terms(run.query)):
         return ""
-    said = " or ".join(f"“{w}”" for w in words)
-    return f"Nothing you can see mentions {said}; the closest your sources come:"
+    named = " or ".join(f"“{w}”" for w in words)
+    return f"Nothing you can see mentions {named}; the closest your sources come:"
 
 
 def _mark_agenda(docs: list[SourceDoc], agenda: dict[DocKey, list[str]], closeness: dict[str, float]) -> None:

@@ -161,11 +161,14 @@ def unglued(word: str, vocabulary: set[str], *, camel_only: bool = False) -> str
     return f"{word[: cuts[0]]} {word[cuts[0] :]}"
 
 
+_LETTERS = r"[^\W\d_]+"  # a run of letters, of any alphabet
+
+
 def glued(query: str, unknown: set[str], vocabulary: set[str]) -> dict[str, str]:
     """Two words of ``query`` that the documents write as one ("gun powder" for "gunpowder",
     "data base"), where one of the two is a word no document holds: the pair → the one word. The
     reverse of ``unglued``; the glued word must be one the documents found do write."""
-    words = list(re.finditer(r"[A-Za-z]+", query))
+    words = list(re.finditer(_LETTERS, query))
     fixes: dict[str, str] = {}
     for a, b in zip(words, words[1:], strict=False):
         first, second = a.group(0), b.group(0)
@@ -189,7 +192,7 @@ def correct_query(query: str, *, unknown: set[str], vocabulary: set[str]) -> tup
     in lower case is a name typed on purpose: one the index never saw is something it does not
     hold, and correcting it to a near word would answer a question about something else."""
     fixes: dict[str, str] = glued(query, unknown, vocabulary)
-    joined = {w.lower() for pair in fixes for w in re.findall(r"[A-Za-z]+", pair)}
+    joined = {w.lower() for pair in fixes for w in re.findall(_LETTERS, pair)}
     lower_question = query == query.lower()
     for word in set(WORD_RE.findall(query)):
         if word.lower() in joined:
