@@ -252,12 +252,16 @@ def _spell_names(run: AskRun) -> bool:
     return True
 
 
+def _people_words(run: AskRun) -> set[str]:
+    """The words (lower case) of the people the question names: a person's name is no typo."""
+    return {w.lower() for chip in run.chips if chip.field == "people" for w in WORD_RE.findall(chip.phrase)}
+
+
 def _correct_spelling(run: AskRun, search, applied: SearchFilters) -> bool:
     """A query word no visible document holds ("flashcrds") is replaced by the nearest word of
     the documents a first search finds (meaning still finds them when a word is misspelt), so
     the keyword search and the answer's quoting match it. True when the query changed."""
-    names = {w.lower() for chip in run.chips if chip.field == "people" for w in WORD_RE.findall(chip.phrase)}
-    typos = run.unknown - names
+    typos = run.unknown - _people_words(run)
     if not typos or run.corrections:
         return False
     hits = search(applied)
@@ -281,14 +285,14 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
 
     A word the answer or its sources' titles and agenda items say is mentioned ("Summarize the
     discussion on detecting linguistic features" names an agenda item, not a sentence)."""
-    names = {w.lower() for chip in run.chips if chip.field == "people" for w in WORD_RE.findall(chip.phrase)}
-    corrected = {w.lower() for typed in run.corrections for w in WORD_RE.findall(typed)}
+    # A person's name, or a slip the search corrected, is held by the documents as they write it.
+    known = _people_words(run) | {w.lower() for typed in run.corrections for w in WORD_RE.findall(typed)}
     said = " ".join([answer, *(f"{d.best.title} {d.agenda}" for d in run.docs)]).lower()
     words = [
         w
-        for w in dict.fromkeys(re.findall(r"\w+", run.query))  # whole words: "Frédéric", not "ric"
+        for w in dict.fromkeys(WORD_RE.findall(run.query))
         if w.lower() in run.unknown
-        and w.lower() not in names | corrected
+        and w.lower() not in known
         and not content_terms(w) <= GENERIC_TERMS  # "summarize", "discussion": the kind of answer
         and not re.search(rf"(?<!\w){re.escape(w.lower())}", said)
     ]

@@ -43,9 +43,10 @@ _NUMBER_RE = re.compile(
 )
 _WHO_RE = re.compile(r"^\s*(?:who|whom|whose)\b", re.I)
 _NEGATION_RE = re.compile(r"\b(?:not|never|no|none|nor|without|neither)\b|n['’]t\b", re.I)
-_NAME_RE = re.compile(r"\b(?:[A-Z][\w'’.-]*[A-Za-z]|\d{3,4})\b")
+_CAPITALISED = r"[A-Z][\w'’.-]*[A-Za-z]"
+_NAME_RE = re.compile(rf"\b(?:{_CAPITALISED}|\d{{3,4}})\b")
 # What a question names that its answer must be about: a name, a year, a figure ("74 ha").
-_NAMED_RE = re.compile(r"\b(?:[A-Z][\w'’.-]*[A-Za-z]|\d{2,4})\b")
+_NAMED_RE = re.compile(rf"\b(?:{_CAPITALISED}|\d{{2,4}})\b")
 
 
 def expected_form_missing(question: str, sentences: list[str]) -> bool:
