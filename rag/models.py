@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from pgvector.django import HnswIndex, VectorField
 
@@ -57,12 +57,9 @@ class Chunk(models.Model):
 
     embedding = VectorField(dimensions=settings.KNOWHUB_EMBEDDING_DIMS)
     embedding_model = models.CharField(max_length=200)
-    tsv = models.GeneratedField(
-        expression=SearchVector("title", weight="A", config="english")
-        + SearchVector("content", weight="B", config="english"),
-        output_field=SearchVectorField(),
-        db_persist=True,
-    )
+    # Title (weight A) and content (B) analysed in English; written by a database trigger with
+    # every row whose text changes (rag.text_columns), never by the application.
+    tsv = SearchVectorField(null=True, editable=False)
 
     domain = models.CharField(max_length=100, blank=True, default="")
     concepts = ArrayField(models.CharField(max_length=200), default=list, blank=True)

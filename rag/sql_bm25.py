@@ -12,7 +12,7 @@ from django.conf import settings
 
 from knowhub import replicas
 from rag.acl import Scope
-from rag.bm25_length import DL_COLUMN, DL_FUNCTION
+from rag.bm25_length import DL_COLUMN, DL_FUNCTION, OLD_LENGTH_FUNCTION
 from rag.text_query import (
     BM25_INDEX,
     CREATE_TERM_STAT_TRIGGERS,
@@ -196,7 +196,7 @@ class SqlBm25:
 
         cursor.execute(f"DROP INDEX IF EXISTS {BM25_INDEX}")
         cursor.execute(f"ALTER TABLE rag_chunk DROP COLUMN IF EXISTS search_text, DROP COLUMN IF EXISTS {DL_COLUMN}")
-        cursor.execute(f"DROP FUNCTION IF EXISTS {DL_FUNCTION}(text)")
+        cursor.execute(f"DROP FUNCTION IF EXISTS {DL_FUNCTION}(tsvector), {OLD_LENGTH_FUNCTION}")
         if not triggers_present(cursor):
             cursor.execute(CREATE_TERM_STAT_TRIGGERS)
             rows = term_stats.rebuild()  # the statistics went stale while the triggers were off

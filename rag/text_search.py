@@ -30,8 +30,15 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
 from knowhub import replicas
+from rag import text_columns
 from rag.acl import Scope
-from rag.bm25_length import CREATE_LENGTH_FUNCTION, DL_COLUMN, DL_FUNCTION, length_function_current
+from rag.bm25_length import (
+    CREATE_LENGTH_FUNCTION,
+    DL_COLUMN,
+    DL_FUNCTION,
+    OLD_LENGTH_FUNCTION,
+    length_function_current,
+)
 from rag.sql_bm25 import SqlBm25
 from rag.text_query import (
     BM25_INDEX,
@@ -252,20 +259,25 @@ class PgTextsearch:
             and bm25_index_present(cursor)
             and not triggers_present(cursor)
             and length_function_current(cursor)
+            and text_columns.generation_expression(cursor, DL_COLUMN) == f"{DL_FUNCTION}(tsv)"
         )
 
     def set_up(self, cursor) -> None:
         cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_textsearch")
         cursor.execute(CREATE_LENGTH_FUNCTION)
         # pg_textsearch indexes columns, not expressions: title and content in one stored column,
-        # and beside it the length the index gives that text (``score_sql`` reads it). One ALTER:
-        # adding a stored column rewrites the table.
+        # and beside it the length the index gives that text (``score_sql`` reads it), counted
+        # from the row's ``tsv``. One ALTER: adding a stored column rewrites the table.
+        length = f"{DL_FUNCTION}(tsv)"
         cursor.execute(
             "ALTER TABLE rag_chunk "
             "ADD COLUMN IF NOT EXISTS search_text text GENERATED ALWAYS AS (title || E'\\n' || content) STORED, "
-            f"ADD COLUMN IF NOT EXISTS {DL_COLUMN} integer "
-            f"GENERATED ALWAYS AS ({DL_FUNCTION}(title || E'\\n' || content)) STORED"
+            f"ADD COLUMN IF NOT EXISTS {DL_COLUMN} integer GENERATED ALWAYS AS ({length}) STORED"
         )
+        if text_columns.generation_expression(cursor, DL_COLUMN) != length:
+            # Set up by an earlier version, which analysed the text again for it (rewrites the table once).
+            cursor.execute(f"ALTER TABLE rag_chunk ALTER COLUMN {DL_COLUMN} SET EXPRESSION AS ({length})")
+        cursor.execute(f"DROP FUNCTION IF EXISTS {OLD_LENGTH_FUNCTION}")
         create_bm25_index(cursor)
         for trigger in TERM_STAT_TRIGGERS:  # nothing reads rag_term_stat now: writes stop paying for it
             cursor.execute(f"DROP TRIGGER IF EXISTS {trigger} ON rag_chunk")

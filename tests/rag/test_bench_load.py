@@ -45,7 +45,7 @@ def test_parallel_loaders_make_the_rows_one_loader_makes(tmp_path, hashing_embed
 
     assert len(one) == 230 and len({r[0] for r in one}) == 230
     assert many == one
-    assert all(r[7] and r[7] > 0 for r in many)  # the generated length column was filled
+    assert all(r[7] and r[7] > 0 for r in many)  # the length column was filled from each row's tsv
     assert {r[5] for r in many} == {"public", "restricted"}
 
 
@@ -64,6 +64,7 @@ def test_a_large_load_builds_every_index_after_loading(tmp_path, hashing_embedde
     built = bench.build_corpus(230, corpus=corpus, embedder=hashing_embedder, embed_sentences=True)
 
     assert built.built and built.hnsw_seconds > 0 and built.text_index_seconds > 0
+    assert built.vacuum_seconds > 0  # vacuumed once loaded, apart from the build's time
     with connection.cursor() as cursor:
         present = {}
         for name in (bench.VECTOR_INDEXES["hnsw"][0], "chunk_tsv_gin", text_search.BM25_INDEX):
