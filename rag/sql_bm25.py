@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from knowhub import replicas
+from rag import text_columns
 from rag.acl import Scope
 from rag.bm25_length import DL_COLUMN, DL_FUNCTION, OLD_LENGTH_FUNCTION
 from rag.text_query import (
@@ -195,6 +196,7 @@ class SqlBm25:
         from rag import term_stats
 
         cursor.execute(f"DROP INDEX IF EXISTS {BM25_INDEX}")
+        cursor.execute(text_columns.function_sql(with_length=False))  # before the column it writes goes
         cursor.execute(f"ALTER TABLE rag_chunk DROP COLUMN IF EXISTS search_text, DROP COLUMN IF EXISTS {DL_COLUMN}")
         cursor.execute(f"DROP FUNCTION IF EXISTS {DL_FUNCTION}(tsvector), {OLD_LENGTH_FUNCTION}")
         if not triggers_present(cursor):

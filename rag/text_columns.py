@@ -1,47 +1,62 @@
-"""A chunk's analysed text, ``tsv`` (title weighted A, content B), written by a trigger.
+"""A chunk's analysed text, written with the row by one trigger: ``tsv`` (title weighted A, content
+B) and, when the pg_textsearch backend is set up, the document length it scores with
+(``search_dl``, counted from that ``tsv``).
 
-As a generated column it could not be read by another generated column, so the bm25 document
-length (``search_dl``, pg_textsearch backend) analysed the text a second time: half of what
-loading a row cost the server. Written by a BEFORE trigger, ``tsv`` is an ordinary column, and
-``search_dl`` is generated from it: one analysis a row. The trigger fires on every insert and
-update but does the work only when the title or the content changed or a statement wrote ``tsv``
-itself (the ORM writes it back as it read it, which changes nothing), so ``tsv`` always follows
-the text, as a generated column would. Generated columns are computed after BEFORE triggers, so
-``search_dl`` sees the new ``tsv``.
+As generated columns each analysed the text on its own (a generated column cannot read another),
+so every written row ran the English text analysis twice, half of what loading a row costs the
+server. The trigger analyses once and fills both. It fires on every insert and update but does the
+work only when the title or the content changed, or a statement wrote one of the two columns
+itself (the ORM writes ``tsv`` back as it read it, which changes nothing): they always follow the
+text, as generated columns would. Which of the two bodies is installed follows the keyword
+backend: the SQL backend has no length column.
 """
 
 from __future__ import annotations
 
+from rag.bm25_length import DL_COLUMN, DL_FUNCTION
+
 TRIGGER = "rag_chunk_text_columns"
 FUNCTION = "rag_chunk_text_columns"
 
-CREATE_FUNCTION = f"""
-    CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        IF TG_OP = 'UPDATE' AND NEW.title IS NOT DISTINCT FROM OLD.title
-                AND NEW.content IS NOT DISTINCT FROM OLD.content AND NEW.tsv IS NOT DISTINCT FROM OLD.tsv THEN
+
+def function_sql(*, with_length: bool) -> str:
+    """The trigger function: ``tsv`` only, or ``tsv`` and the bm25 document length."""
+    watched = ["title", "content", "tsv", *([DL_COLUMN] if with_length else [])]
+    unchanged = " AND ".join(f"NEW.{col} IS NOT DISTINCT FROM OLD.{col}" for col in watched)
+    set_length = f"NEW.{DL_COLUMN} := {DL_FUNCTION}(NEW.tsv);" if with_length else ""
+    return f"""
+        CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'UPDATE' AND {unchanged} THEN
+                RETURN NEW;
+            END IF;
+            NEW.tsv := setweight(to_tsvector('english', coalesce(NEW.title, '')), 'A')
+                || setweight(to_tsvector('english', coalesce(NEW.content, '')), 'B');
+            {set_length}
             RETURN NEW;
-        END IF;
-        NEW.tsv := setweight(to_tsvector('english', coalesce(NEW.title, '')), 'A')
-            || setweight(to_tsvector('english', coalesce(NEW.content, '')), 'B');
-        RETURN NEW;
-    END
-    $$
-"""
+        END
+        $$
+    """
+
 
 CREATE_TRIGGER = (
     f"CREATE TRIGGER {TRIGGER} BEFORE INSERT OR UPDATE ON rag_chunk FOR EACH ROW EXECUTE FUNCTION {FUNCTION}()"
 )
 
 
-def generation_expression(cursor, column: str) -> str | None:
-    """The expression a generated column of rag_chunk is computed with (None: not generated, or
-    no such column)."""
+def fills_length(cursor) -> bool:
+    """Whether the installed trigger function also writes the document length."""
+    cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = %s", [FUNCTION])
+    row = cursor.fetchone()
+    return bool(row and DL_COLUMN in row[0])
+
+
+def column_generated(cursor, column: str) -> bool:
+    """Whether rag_chunk has ``column`` as a generated column."""
     cursor.execute(
-        "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a "
-        "JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
-        "WHERE a.attrelid = 'rag_chunk'::regclass AND a.attname = %s AND a.attgenerated <> '' AND NOT a.attisdropped",
+        "SELECT attgenerated <> '' FROM pg_attribute WHERE attrelid = 'rag_chunk'::regclass AND attname = %s "
+        "AND NOT attisdropped",
         [column],
     )
     row = cursor.fetchone()
-    return row[0] if row else None
+    return bool(row and row[0])

@@ -259,7 +259,8 @@ class PgTextsearch:
             and bm25_index_present(cursor)
             and not triggers_present(cursor)
             and length_function_current(cursor)
-            and text_columns.generation_expression(cursor, DL_COLUMN) == f"{DL_FUNCTION}(tsv)"
+            and not text_columns.column_generated(cursor, DL_COLUMN)
+            and text_columns.fills_length(cursor)
         )
 
     def set_up(self, cursor) -> None:
@@ -268,15 +269,17 @@ class PgTextsearch:
         # pg_textsearch indexes columns, not expressions: title and content in one stored column,
         # and beside it the length the index gives that text (``score_sql`` reads it), counted
         # from the row's ``tsv``. One ALTER: adding a stored column rewrites the table.
-        length = f"{DL_FUNCTION}(tsv)"
         cursor.execute(
             "ALTER TABLE rag_chunk "
             "ADD COLUMN IF NOT EXISTS search_text text GENERATED ALWAYS AS (title || E'\\n' || content) STORED, "
-            f"ADD COLUMN IF NOT EXISTS {DL_COLUMN} integer GENERATED ALWAYS AS ({length}) STORED"
+            f"ADD COLUMN IF NOT EXISTS {DL_COLUMN} integer GENERATED ALWAYS AS ({DL_FUNCTION}(tsv)) STORED"
         )
-        if text_columns.generation_expression(cursor, DL_COLUMN) != length:
-            # Set up by an earlier version, which analysed the text again for it (rewrites the table once).
-            cursor.execute(f"ALTER TABLE rag_chunk ALTER COLUMN {DL_COLUMN} SET EXPRESSION AS ({length})")
+        # From here on the text trigger writes the length with ``tsv``. Dropping the expression
+        # keeps the values and rewrites nothing, also for a column an earlier version generated
+        # from the text (the same count).
+        if text_columns.column_generated(cursor, DL_COLUMN):
+            cursor.execute(f"ALTER TABLE rag_chunk ALTER COLUMN {DL_COLUMN} DROP EXPRESSION")
+        cursor.execute(text_columns.function_sql(with_length=True))
         cursor.execute(f"DROP FUNCTION IF EXISTS {OLD_LENGTH_FUNCTION}")
         create_bm25_index(cursor)
         for trigger in TERM_STAT_TRIGGERS:  # nothing reads rag_term_stat now: writes stop paying for it

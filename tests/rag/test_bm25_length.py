@@ -1,6 +1,6 @@
-"""The analysed text of a chunk (``tsv``, written by a trigger) and the pg_textsearch backend's
-stored document length generated from it: the index's rounding, the text analysed once, both
-following every change of the text, and a database set up by an earlier version moved over."""
+"""The analysed text of a chunk (``tsv``) and the pg_textsearch backend's stored document length,
+written together by one trigger: the index's rounding, the text analysed once, both following
+every change of the text, and a database set up by an earlier version moved over."""
 
 from __future__ import annotations
 
@@ -112,29 +112,39 @@ def test_a_row_written_by_sql_gets_its_tsv_and_length(pg_textsearch, hashing_emb
     assert tsv == fresh and "'enzym'" in tsv and length == _text_length(copied) == 5
 
 
-def test_a_database_set_up_by_an_earlier_version_is_moved_to_the_length_from_tsv(pg_textsearch, hashing_embedder):
+def test_a_database_set_up_by_an_earlier_version_is_moved_to_the_trigger(pg_textsearch, hashing_embedder):
+    """An earlier version generated the length from the text; the move keeps the values (the
+    same count) and rewrites nothing, and the trigger keeps the length from then on."""
     load([doc("a", "Stress markers", "Oxidative stress markers rise after exercise.")], hashing_embedder)
     chunk_id = Chunk.objects.get(source_id="a").pk
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # the loaded rows' foreign keys, before ALTER TABLE
-        # As an earlier version left it: the length generated from the text by its own function.
+        # As an earlier version left it: the length generated from the text by its own function,
+        # and (after the migration) a trigger that writes tsv only.
         cursor.execute(
-            f"CREATE OR REPLACE FUNCTION {DL_FUNCTION}(body text) RETURNS integer LANGUAGE sql IMMUTABLE STRICT "
-            "AS $$ SELECT length(body) $$"
+            f"CREATE FUNCTION {DL_FUNCTION}(body text) RETURNS integer LANGUAGE sql IMMUTABLE STRICT "
+            f"AS $$ SELECT {DL_FUNCTION}(to_tsvector('english', body)) $$"
         )
         cursor.execute(
-            "ALTER TABLE rag_chunk ALTER COLUMN search_dl "
-            f"SET EXPRESSION AS ({DL_FUNCTION}(title || E'\\n' || content))"
+            "ALTER TABLE rag_chunk DROP COLUMN search_dl, ADD COLUMN search_dl integer "
+            f"GENERATED ALWAYS AS ({DL_FUNCTION}(title || E'\\n' || content)) STORED"
         )
-        assert _stored(chunk_id)[2] == len("Stress markers\nOxidative stress markers rise after exercise.")
+        cursor.execute(text_columns.function_sql(with_length=False))
+        cursor.execute("SELECT relfilenode FROM pg_class WHERE oid = 'rag_chunk'::regclass")
+        before = cursor.fetchone()[0]
+        assert _stored(chunk_id)[2] == 7
         assert not text_search.PgTextsearch().is_set_up(cursor)
         text_search.reset()
         text_search.ensure_backend()
         assert text_search.PgTextsearch().is_set_up(cursor)
-        assert text_columns.generation_expression(cursor, "search_dl") == f"{DL_FUNCTION}(tsv)"
+        assert not text_columns.column_generated(cursor, "search_dl") and text_columns.fills_length(cursor)
         cursor.execute("SELECT count(*) FROM pg_proc WHERE proname = %s", [DL_FUNCTION])
         assert cursor.fetchone()[0] == 1
-        assert _stored(chunk_id)[2] == _text_length(chunk_id) == 7
+        cursor.execute("SELECT relfilenode FROM pg_class WHERE oid = 'rag_chunk'::regclass")
+        assert cursor.fetchone()[0] == before  # not rewritten
+        assert _stored(chunk_id)[2] == 7
+        Chunk.objects.filter(pk=chunk_id).update(content="Mitochondria make ATP.")
+        assert _stored(chunk_id)[2] == _text_length(chunk_id) == 5
 
 
 @pytest.mark.parametrize("text_backend", ["sql"], indirect=True)
@@ -143,6 +153,9 @@ def test_the_sql_backend_keeps_the_trigger_and_drops_the_length(text_backend, ha
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_proc WHERE proname = %s", [DL_FUNCTION])
         assert cursor.fetchone()[0] == 0
-        assert text_columns.generation_expression(cursor, "search_dl") is None
+        assert not text_columns.fills_length(cursor)
+        cursor.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = 'rag_chunk'::regclass AND attname = %s "
+                       "AND NOT attisdropped", ["search_dl"])  # fmt: skip
+        assert cursor.fetchone()[0] == 0
         cursor.execute("SELECT tsv::text FROM rag_chunk WHERE source_id = 'a'")
         assert "'oxid'" in cursor.fetchone()[0]
