@@ -4,11 +4,11 @@ B) and, when the pg_textsearch backend is set up, the document length it scores 
 
 As generated columns each analysed the text on its own (a generated column cannot read another),
 so every written row ran the English text analysis twice, half of what loading a row costs the
-server. The trigger analyses once and fills both. It fires on every insert and update but does the
-work only when the title or the content changed, or a statement wrote one of the two columns
-itself (the ORM writes ``tsv`` back as it read it, which changes nothing): they always follow the
-text, as generated columns would. Which of the two bodies is installed follows the keyword
-backend: the SQL backend has no length column.
+server. The trigger analyses once and fills both. It fires on inserts and on updates that write
+the title, the content or ``tsv`` (a soft delete, an ACL change or a re-embedding does not call
+it), and does the work only when one of them changed (the ORM writes every column back as it read
+it, which changes nothing): both always follow the text, as generated columns would. Which of the
+two bodies is installed follows the keyword backend: the SQL backend has no length column.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from rag.bm25_length import DL_COLUMN, DL_FUNCTION
 
 TRIGGER = "rag_chunk_text_columns"
 FUNCTION = "rag_chunk_text_columns"
+WATCHED = ("title", "content", "tsv")  # the columns an update must write for the trigger to run
 
 
 def function_sql(*, with_length: bool) -> str:
     """The trigger function: ``tsv`` only, or ``tsv`` and the bm25 document length."""
-    watched = ["title", "content", "tsv", *([DL_COLUMN] if with_length else [])]
-    unchanged = " AND ".join(f"NEW.{col} IS NOT DISTINCT FROM OLD.{col}" for col in watched)
+    unchanged = " AND ".join(f"NEW.{col} IS NOT DISTINCT FROM OLD.{col}" for col in WATCHED)
     set_length = f"NEW.{DL_COLUMN} := {DL_FUNCTION}(NEW.tsv);" if with_length else ""
     return f"""
         CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -40,7 +40,8 @@ def function_sql(*, with_length: bool) -> str:
 
 
 CREATE_TRIGGER = (
-    f"CREATE TRIGGER {TRIGGER} BEFORE INSERT OR UPDATE ON rag_chunk FOR EACH ROW EXECUTE FUNCTION {FUNCTION}()"
+    f"CREATE TRIGGER {TRIGGER} BEFORE INSERT OR UPDATE OF {', '.join(WATCHED)} ON rag_chunk "
+    f"FOR EACH ROW EXECUTE FUNCTION {FUNCTION}()"
 )
 
 

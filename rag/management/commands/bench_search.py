@@ -82,7 +82,7 @@ class Command(BaseCommand):
             chunks, corpus_path, embedder, rebuild=rebuild, embed_sentences=embed_sentences, quiet=json,
             vector_index=vector_index, build_memory=build_memory,
         )
-        every = _read_queries(corpus_path, queries + max(0, opts.get("warmup_queries", 300)))
+        every = _read_queries(corpus_path, queries + max(0, opts["warmup_queries"]))
         texts = every[:queries]
         vectors, embed_ms = _embed_queries(embedder, texts)
         warmup = [(text, embedder.embed_query(text)) for text in every[queries:]]
