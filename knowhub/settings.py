@@ -572,6 +572,11 @@ KNOWHUB_TEXT_BACKEND = env("KNOWHUB_TEXT_BACKEND", default="auto")
 # rows the filter refuses are dropped. bench_search's text_plans measures both.
 KNOWHUB_TEXT_FILTER_FIRST_FRACTION = env.float("KNOWHUB_TEXT_FILTER_FIRST_FRACTION", default=0.001)
 KNOWHUB_TEXT_FILTER_FIRST_ROWS = env.int("KNOWHUB_TEXT_FILTER_FIRST_ROWS", default=500)
+# pg_textsearch, filter applied first: a first pass scores only the rows holding one of the rarer
+# query words, leaving out the commonest ones while the most they can add together stays below this
+# share of what the strongest word can add; when that pass cannot settle the top-n, every row is
+# scored. The result is the same either way (rag/text_prune.py). 0: always score every row.
+KNOWHUB_TEXT_PRUNE_FRACTION = env.float("KNOWHUB_TEXT_PRUNE_FRACTION", default=0.5)
 # SQL backend: "bm25": Okapi BM25 in SQL over rag_term_stat (IDF per ACL partition); "ts_rank_cd": PostgreSQL's
 # cover-density rank (no IDF), kept for comparison. k1/b: BEIR's Anserini defaults.
 KNOWHUB_TEXT_SCORING = env("KNOWHUB_TEXT_SCORING", default="bm25")

@@ -30,7 +30,7 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
 from knowhub import replicas
-from rag import text_columns
+from rag import text_columns, text_prune
 from rag.acl import Scope
 from rag.bm25_length import (
     CREATE_LENGTH_FUNCTION,
@@ -170,6 +170,18 @@ class PgTextsearch:
     ) -> list[tuple[int, float]]:
         if plan is None:
             plan = "filter_first" if self.filter_first(cursor, where=where, params=params) else "index_order"
+        if plan == "filter_first" and params.get("bm25_exact"):
+            # Score the rows holding a rarer query word first: the commonest words' rows rarely
+            # reach the top-n, and when one could, every row is scored below (``rag.text_prune``).
+            essential, rest = text_prune.essential_split(
+                params["bm25_lexemes"], params["bm25_s1"], params["bm25_c"], settings.KNOWHUB_TEXT_PRUNE_FRACTION
+            )
+            if rest > 0:
+                sql = self.candidates_sql(cursor, where=where, params=params, plan=plan)
+                cursor.execute(sql, {**params, "n": n, "tsq": tsquery(essential)})
+                rows = [(int(i), float(score)) for i, score in cursor.fetchall()]
+                if text_prune.complete(rows, n=n, rest=rest):
+                    return rows
         cursor.execute(self.candidates_sql(cursor, where=where, params=params, plan=plan), {**params, "n": n})
         rows = [(int(i), float(score)) for i, score in cursor.fetchall()]
         scores = [score for _, score in rows]
