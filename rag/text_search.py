@@ -170,6 +170,7 @@ class PgTextsearch:
     ) -> list[tuple[int, float]]:
         if plan is None:
             plan = "filter_first" if self.filter_first(cursor, where=where, params=params) else "index_order"
+        sql = self.candidates_sql(cursor, where=where, params=params, plan=plan)
         if plan == "filter_first" and params.get("bm25_exact"):
             # Score the rows holding a rarer query word first: the commonest words' rows rarely
             # reach the top-n, and when one could, every row is scored below (``rag.text_prune``).
@@ -177,12 +178,11 @@ class PgTextsearch:
                 params["bm25_lexemes"], params["bm25_s1"], params["bm25_c"], settings.KNOWHUB_TEXT_PRUNE_FRACTION
             )
             if rest > 0:
-                sql = self.candidates_sql(cursor, where=where, params=params, plan=plan)
                 cursor.execute(sql, {**params, "n": n, "tsq": tsquery(essential)})
                 rows = [(int(i), float(score)) for i, score in cursor.fetchall()]
                 if text_prune.complete(rows, n=n, rest=rest):
                     return rows
-        cursor.execute(self.candidates_sql(cursor, where=where, params=params, plan=plan), {**params, "n": n})
+        cursor.execute(sql, {**params, "n": n})
         rows = [(int(i), float(score)) for i, score in cursor.fetchall()]
         scores = [score for _, score in rows]
         if plan == "index_order" and scores and (min(scores) <= 0 or min(scores) == max(scores)):
