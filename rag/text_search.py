@@ -424,7 +424,6 @@ def active_backend() -> TextBackend:
                 _active[key] = backend
     if backend.name == "pg_textsearch" and not getattr(connection, CHECKED_FLAG, False):
         check_bm25_index()
-        setattr(connection, CHECKED_FLAG, True)
     return backend
 
 
@@ -484,15 +483,19 @@ def check_bm25_index(*, force: bool = False) -> bool:
     """Rebuild the bm25 index when its statistics lost documents or still count gone ones (see
     above); once per server start and process unless ``force``. True when it rebuilt. Outside a
     transaction the rebuild is ``REINDEX … CONCURRENTLY`` (searches go on meanwhile); other
-    processes wait on the lock, then find the index whole."""
+    processes wait for the rebuild, then find the index whole. Marks the connection checked
+    unless another process's rebuild was under way and this one could not wait for it."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_postmaster_start_time()")
         started = cursor.fetchone()[0]
         if not force and _checked_servers.get(connection.alias) == started:
+            setattr(connection, CHECKED_FLAG, True)
             return False
         if not bm25_index_present(cursor):
+            setattr(connection, CHECKED_FLAG, True)
             return False
-        cursor.execute("SELECT pg_advisory_lock(%s)", [_REPAIR_LOCK])
+        if not _take_repair_lock(cursor):
+            return False
         try:
             rows, documents = bm25_index_counts(cursor)
             reason = _bm25_repair_reason(rows, documents)
@@ -509,6 +512,7 @@ def check_bm25_index(*, force: bool = False) -> bool:
 
                     logger.warning("pg_textsearch: chunks are being written; the rebuild is queued")
                     transaction.on_commit(check_task.delay, robust=True)
+                    setattr(connection, CHECKED_FLAG, True)
                     return False
                 concurrently = "" if connection.in_atomic_block else "CONCURRENTLY "
                 started_at = time.perf_counter()
@@ -517,7 +521,27 @@ def check_bm25_index(*, force: bool = False) -> bool:
         finally:
             cursor.execute("SELECT pg_advisory_unlock(%s)", [_REPAIR_LOCK])
     _checked_servers[connection.alias] = started
+    setattr(connection, CHECKED_FLAG, True)
     return bool(reason)
+
+
+def _take_repair_lock(cursor, poll_seconds: float = 0.2) -> bool:
+    """Take the rebuild lock; False when another process holds it and this one is in a transaction.
+
+    The holder's ``REINDEX … CONCURRENTLY`` waits for every transaction older than its phases to
+    end. Waiting in ``pg_advisory_lock`` keeps a transaction open, so each would wait for the
+    other (PostgreSQL breaks that by failing one of them). Outside a transaction the wait is
+    therefore a poll of short statements. Inside one, the rebuild waits for this transaction
+    whatever it does: it goes on without the check, and a later connection checks again.
+    """
+    while True:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [_REPAIR_LOCK])
+        if cursor.fetchone()[0]:
+            return True
+        if connection.in_atomic_block:
+            logger.info("pg_textsearch: another process is checking the bm25 index; not waiting inside a transaction")
+            return False
+        time.sleep(poll_seconds)
 
 
 def _chunks_held_still(cursor, wait_seconds: float = 2.0) -> bool:
@@ -555,3 +579,4 @@ def reset() -> None:
     _active.clear()
     _filter_estimates.clear()
     _checked_servers.clear()
+    setattr(connection, CHECKED_FLAG, False)

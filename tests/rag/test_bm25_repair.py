@@ -9,8 +9,11 @@ from disk in the same way. Committed rows are needed for that, hence ``transacti
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
 from rag import text_search
 from rag.acl import Scope
@@ -98,3 +101,50 @@ def test_chunks_replaced_by_an_ingest_run_leave_the_statistics_and_the_run_rebui
     assert _counts() == (40, 40)
     hit = _fulltext("budget cut", hashing_embedder).hits[0]
     assert hit.collection == "notes" and "cut" in hit.content
+
+
+def test_a_process_waiting_for_a_rebuild_neither_blocks_it_nor_deadlocks(pg_textsearch, hashing_embedder):
+    """Another process holds the rebuild lock and rebuilds concurrently, which waits for every
+    older transaction: a process waiting for that lock must not be one of them."""
+    load(topic_corpus(), hashing_embedder)
+    rebuilder = connections.create_connection(DEFAULT_DB_ALIAS)
+    outcome: dict[str, object] = {}
+
+    def check_in_another_connection() -> None:
+        try:
+            outcome["rebuilt"] = text_search.check_bm25_index(force=True)
+            outcome["checked"] = getattr(connections[DEFAULT_DB_ALIAS], text_search.CHECKED_FLAG)
+        except Exception as exc:  # noqa: BLE001 - the test reports whatever went wrong
+            outcome["error"] = exc
+        finally:
+            connections.close_all()
+
+    try:
+        with rebuilder.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", [text_search._REPAIR_LOCK])
+            waiter = threading.Thread(target=check_in_another_connection)
+            waiter.start()
+            time.sleep(0.5)  # the waiter is at the lock by now
+            assert waiter.is_alive()
+            cursor.execute("SET lock_timeout = '20s'")
+            cursor.execute(f"REINDEX INDEX CONCURRENTLY {text_search.BM25_INDEX}")
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [text_search._REPAIR_LOCK])
+        waiter.join(timeout=30)
+    finally:
+        rebuilder.close()
+    assert outcome == {"rebuilt": False, "checked": True}
+
+    # Inside a transaction, waiting cannot help (the rebuild waits for that transaction): the
+    # check is skipped and the connection left unchecked, so a later one checks again.
+    rebuilder = connections.create_connection(DEFAULT_DB_ALIAS)
+    try:
+        with rebuilder.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", [text_search._REPAIR_LOCK])
+            setattr(connection, text_search.CHECKED_FLAG, False)
+            with transaction.atomic():
+                assert text_search.check_bm25_index(force=True) is False
+            assert getattr(connection, text_search.CHECKED_FLAG) is False
+    finally:
+        rebuilder.close()
+    assert text_search.check_bm25_index(force=True) is False
+    assert getattr(connection, text_search.CHECKED_FLAG) is True
