@@ -29,7 +29,7 @@ import time
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
-from knowhub import replicas
+from knowhub import locks, replicas
 from rag import text_columns, text_prune
 from rag.acl import Scope
 from rag.bm25_length import (
@@ -494,7 +494,10 @@ def check_bm25_index(*, force: bool = False) -> bool:
         if not bm25_index_present(cursor):
             setattr(connection, CHECKED_FLAG, True)
             return False
-        if not _take_repair_lock(cursor):
+        # A transaction cannot wait for another process's rebuild: the rebuild, concurrent,
+        # waits for that transaction to end. It goes on unchecked; a later connection checks.
+        if not locks.session_lock(cursor, _REPAIR_LOCK, wait=not connection.in_atomic_block):
+            logger.info("pg_textsearch: another process is checking the bm25 index")
             return False
         try:
             rows, documents = bm25_index_counts(cursor)
@@ -519,29 +522,10 @@ def check_bm25_index(*, force: bool = False) -> bool:
                 cursor.execute(f"REINDEX INDEX {concurrently}{BM25_INDEX}")
                 logger.warning("pg_textsearch: bm25 index rebuilt in %.1f s", time.perf_counter() - started_at)
         finally:
-            cursor.execute("SELECT pg_advisory_unlock(%s)", [_REPAIR_LOCK])
+            locks.session_unlock(cursor, _REPAIR_LOCK)
     _checked_servers[connection.alias] = started
     setattr(connection, CHECKED_FLAG, True)
     return bool(reason)
-
-
-def _take_repair_lock(cursor, poll_seconds: float = 0.2) -> bool:
-    """Take the rebuild lock; False when another process holds it and this one is in a transaction.
-
-    The holder's ``REINDEX … CONCURRENTLY`` waits for every transaction older than its phases to
-    end. Waiting in ``pg_advisory_lock`` keeps a transaction open, so each would wait for the
-    other (PostgreSQL breaks that by failing one of them). Outside a transaction the wait is
-    therefore a poll of short statements. Inside one, the rebuild waits for this transaction
-    whatever it does: it goes on without the check, and a later connection checks again.
-    """
-    while True:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [_REPAIR_LOCK])
-        if cursor.fetchone()[0]:
-            return True
-        if connection.in_atomic_block:
-            logger.info("pg_textsearch: another process is checking the bm25 index; not waiting inside a transaction")
-            return False
-        time.sleep(poll_seconds)
 
 
 def _chunks_held_still(cursor, wait_seconds: float = 2.0) -> bool:

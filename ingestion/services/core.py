@@ -21,6 +21,7 @@ from django.utils import timezone
 from ingestion.models import (
     IngestRun,
 )
+from knowhub import locks
 from rag.embeddings import Embedder, TransientEmbeddingError, get_embedder
 from rag.models import Chunk
 from rag.services import (
@@ -224,15 +225,15 @@ def source_lock(*name: str):
     finds the first one's work done. A PostgreSQL advisory lock at session level, because a sync
     spans many transactions; a process that dies releases it with its connection. The per-source
     transaction lock of ``chunk_upsert`` is taken inside it, never the other way round."""
-    key = source_lock_key(*name)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", [key])
+        key = locks.lock_key(cursor, source_lock_key(*name))
+        locks.session_lock(cursor, key)
     try:
         yield
     finally:
         try:
             with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key])
+                locks.session_unlock(cursor, key)
         except DatabaseError:  # the connection went away, and its lock with it
             logger.warning("could not release the ingest lock %r (connection lost)", name)
 
