@@ -35,3 +35,11 @@ def session_lock(cursor, key: int, *, wait: bool = True) -> bool:
 
 def session_unlock(cursor, key: int) -> None:
     cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+
+
+def holds_session_locks(cursor) -> bool:
+    """Whether this session holds an advisory lock that another session may be waiting for."""
+    cursor.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND granted)"
+    )
+    return cursor.fetchone()[0]

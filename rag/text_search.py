@@ -494,8 +494,15 @@ def check_bm25_index(*, force: bool = False) -> bool:
         if not bm25_index_present(cursor):
             setattr(connection, CHECKED_FLAG, True)
             return False
-        # A transaction cannot wait for another process's rebuild: the rebuild, concurrent,
-        # waits for that transaction to end. It goes on unchecked; a later connection checks.
+        # A rebuild is concurrent outside a transaction, and waits for every older transaction to
+        # end: for one waiting on a lock this session holds (a webhook delivery waiting for the
+        # page a worker syncs), each would wait for the other. Such a session leaves the check to
+        # the next connection that holds none (any search, the periodic task).
+        if not connection.in_atomic_block and locks.holds_session_locks(cursor):
+            logger.info("pg_textsearch: not checking the bm25 index while holding a sync lock")
+            return False
+        # A transaction cannot wait for another process's rebuild either: the rebuild waits for
+        # that transaction. It goes on unchecked; a later connection checks.
         if not locks.session_lock(cursor, _REPAIR_LOCK, wait=not connection.in_atomic_block):
             logger.info("pg_textsearch: another process is checking the bm25 index")
             return False

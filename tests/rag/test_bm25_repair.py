@@ -148,3 +148,23 @@ def test_a_process_waiting_for_a_rebuild_neither_blocks_it_nor_deadlocks(pg_text
         rebuilder.close()
     assert text_search.check_bm25_index(force=True) is False
     assert getattr(connection, text_search.CHECKED_FLAG) is True
+
+
+def test_a_worker_holding_a_sync_lock_leaves_the_rebuild_to_others(pg_textsearch, hashing_embedder):
+    """A webhook delivery waits for its page's lock inside its transaction, and a concurrent
+    rebuild by that lock's holder would wait for the transaction: the holder does not rebuild,
+    the next connection holding no lock does."""
+    from ingestion.services.core import source_lock
+
+    load(topic_corpus(), hashing_embedder)
+    _lose_the_statistics()
+    rows, documents = _counts()
+    assert documents < rows
+
+    setattr(connection, text_search.CHECKED_FLAG, False)
+    with source_lock("notion_page", "page-1"):
+        assert text_search.check_bm25_index(force=True) is False
+        assert getattr(connection, text_search.CHECKED_FLAG) is False
+        assert _counts()[1] < rows
+    assert text_search.check_bm25_index(force=True) is True
+    assert _counts() == (rows, rows)
