@@ -484,7 +484,8 @@ def check_bm25_index(*, force: bool = False) -> bool:
     above); once per server start and process unless ``force``. True when it rebuilt. Outside a
     transaction the rebuild is ``REINDEX … CONCURRENTLY`` (searches go on meanwhile); other
     processes wait for the rebuild, then find the index whole. Marks the connection checked
-    unless another process's rebuild was under way and this one could not wait for it."""
+    unless it left the check to another connection (it holds a sync lock, or another process's
+    rebuild was under way and it could not wait)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_postmaster_start_time()")
         started = cursor.fetchone()[0]
