@@ -486,14 +486,21 @@ def check_bm25_index(*, force: bool = False) -> bool:
     processes wait for the rebuild, then find the index whole. Marks the connection checked
     unless it left the check to another connection (it holds a sync lock, or another process's
     rebuild was under way and it could not wait)."""
+    outcome = _check_bm25_index(force=force)
+    if outcome is not None:
+        setattr(connection, CHECKED_FLAG, True)
+    return bool(outcome)
+
+
+def _check_bm25_index(*, force: bool) -> bool | None:
+    """True when it rebuilt, False when nothing was to do (or the rebuild is queued), None when it
+    left the check to another connection."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_postmaster_start_time()")
         started = cursor.fetchone()[0]
         if not force and _checked_servers.get(connection.alias) == started:
-            setattr(connection, CHECKED_FLAG, True)
             return False
         if not bm25_index_present(cursor):
-            setattr(connection, CHECKED_FLAG, True)
             return False
         # A rebuild is concurrent outside a transaction, and waits for every older transaction to
         # end: for one waiting on a lock this session holds (a webhook delivery waiting for the
@@ -501,12 +508,12 @@ def check_bm25_index(*, force: bool = False) -> bool:
         # the next connection that holds none (any search, the periodic task).
         if not connection.in_atomic_block and locks.holds_session_locks(cursor):
             logger.info("pg_textsearch: not checking the bm25 index while holding a sync lock")
-            return False
+            return None
         # A transaction cannot wait for another process's rebuild either: the rebuild waits for
         # that transaction. It goes on unchecked; a later connection checks.
         if not locks.session_lock(cursor, _REPAIR_LOCK, wait=not connection.in_atomic_block):
             logger.info("pg_textsearch: another process is checking the bm25 index")
-            return False
+            return None
         try:
             rows, documents = bm25_index_counts(cursor)
             reason = _bm25_repair_reason(rows, documents)
@@ -523,7 +530,6 @@ def check_bm25_index(*, force: bool = False) -> bool:
 
                     logger.warning("pg_textsearch: chunks are being written; the rebuild is queued")
                     transaction.on_commit(check_task.delay, robust=True)
-                    setattr(connection, CHECKED_FLAG, True)
                     return False
                 concurrently = "" if connection.in_atomic_block else "CONCURRENTLY "
                 started_at = time.perf_counter()
@@ -532,7 +538,6 @@ def check_bm25_index(*, force: bool = False) -> bool:
         finally:
             locks.session_unlock(cursor, _REPAIR_LOCK)
     _checked_servers[connection.alias] = started
-    setattr(connection, CHECKED_FLAG, True)
     return bool(reason)
 
 
