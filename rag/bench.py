@@ -167,6 +167,7 @@ class BenchCorpus:
     vectors: str = ""
     vector_index: str = "hnsw"
     vacuum_seconds: float = 0.0
+    vectors_seconds: float = 0.0  # making the corpus's sentence vectors, once per corpus (then cached)
 
 
 def build_workers() -> int:
@@ -270,10 +271,14 @@ def build_corpus(
             hnsw_seconds=index_s, vector_index=vector_index,
         )  # fmt: skip
     project, _ = Project.objects.get_or_create(slug=PROJECT_SLUG, defaults={"name": "Benchmark"})
+    t0 = time.perf_counter()
     vectors, how = sentence_vectors(
         sentences, embedder, corpus=corpus, embed=embed_sentences,
         progress=(lambda k: progress("embed sentences", k, len(sentences))) if progress else None,
     )  # fmt: skip
+    # Making the synthetic corpus's vectors is the benchmark's own preparation, not part of
+    # building an index over a million chunks: timed apart.
+    vectors_s = time.perf_counter() - t0
 
     with connection.cursor() as cursor:
         cursor.execute(_AUTOVACUUM_ON)  # in case an earlier large load was killed before it did
@@ -322,12 +327,12 @@ def build_corpus(
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE rag_chunk")
         cursor.execute("ANALYZE rag_term_stat")
-    build_s = time.perf_counter() - started
+    build_s = time.perf_counter() - started - vectors_s
     vacuum_s = vacuum_after_load() if big else 0.0
     return BenchCorpus(
         chunks=n, built=True, build_seconds=build_s, sentences=len(sentences), hnsw_seconds=hnsw_s,
         text_index_seconds=text_s, load_seconds=load_s, vectors=how, vector_index=vector_index,
-        vacuum_seconds=vacuum_s,
+        vacuum_seconds=vacuum_s, vectors_seconds=vectors_s,
     )  # fmt: skip
 
 

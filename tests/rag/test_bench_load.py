@@ -65,6 +65,7 @@ def test_a_large_load_builds_every_index_after_loading(tmp_path, hashing_embedde
 
     assert built.built and built.hnsw_seconds > 0 and built.text_index_seconds > 0
     assert built.vacuum_seconds > 0  # vacuumed once loaded, apart from the build's time
+    assert built.vectors_seconds > 0  # the corpus's sentences embedded, timed apart from the build too
     with connection.cursor() as cursor:
         present = {}
         for name in (bench.VECTOR_INDEXES["hnsw"][0], "chunk_tsv_gin", text_search.BM25_INDEX):
