@@ -24,14 +24,23 @@ from rag.search import SearchFilters
 
 logger = logging.getLogger(__name__)
 
-# Questions that count entries of the notes ("how many times did I meet Leo", "how often"), not
-# any "how many": "how many analysts are in the pilot?" asks for a fact the sources state.
+# Questions that count entries of the notes ("how many times did I meet Leo", "how often did we
+# talk to Acme"), not any "how many": "how many analysts are in the pilot?" asks for a fact the
+# sources state. "How often" counts what happened (did, have, was; do I, do we) or what happened in
+# a period; "how often does the sync run?" asks for a schedule a document states.
 COUNTING_RE = re.compile(
-    r"\bhow often\b|\bhow many (?:(?:more |other )?(?:times|meetings|entries|notes|calls|sessions|days|pages|"
+    r"\bhow many (?:(?:more |other )?(?:times|meetings|entries|notes|calls|sessions|days|pages|"
     r"documents|occasions|journal entries))\b|\bnumber of (?:times|days|meetings|entries|occasions)\b"
-    r"|\bcount (?:of|the)\b",
+    r"|\bcount (?:of|the)\b|\bhow often (?:did|have|has|had|was|were|am i|do (?:i|we))\b",
     re.I,
 )
+_HOW_OFTEN_RE = re.compile(r"\bhow often\b", re.I)
+
+
+def asks_to_count(query: str, *, period: bool = False) -> bool:
+    """Whether ``query`` counts entries of the notes; ``period``: it names a time span ("how often
+    does Leo join the weekly this year" counts, "how often does the sync run" does not)."""
+    return bool(COUNTING_RE.search(query)) or (period and bool(_HOW_OFTEN_RE.search(query)))
 
 
 
@@ -368,7 +377,7 @@ def parse_query(
         tags=tags,
         entity=entities[0] if len(entities) == 1 else None,
         domain=domains[0] if len(domains) == 1 else None,
-        counting=bool(COUNTING_RE.search(query)),
+        counting=asks_to_count(query, period=bool(date_from or date_to)),
         source="parser",
         collections=collections,
     )
@@ -488,7 +497,7 @@ def llm_analyse(
         tags=grounded(_canonical(data.get("tags"), facets.values("tags"))),
         entity=entity[0] if entity else None,
         domain=domain[0] if domain else None,
-        counting=bool(data.get("counting")) or bool(COUNTING_RE.search(query)),
+        counting=bool(data.get("counting")) or asks_to_count(query, period=bool(date_from or date_to)),
         source="llm",
         model=completion.model,
         prompt_tokens=completion.prompt_tokens,

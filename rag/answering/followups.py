@@ -45,7 +45,7 @@ MAX_CARRIED_TERMS = 8
 @dataclass
 class Rewrite:
     searched_query: str
-    kind: str  # standalone | carried | new_subject | period | llm
+    kind: str  # standalone | carried | new_subject | period | other_one | llm
     subject: str = ""
 
 
@@ -104,10 +104,44 @@ def period_follow_up(question: str, previous: str, *, today) -> str:
     return base + "?"
 
 
-def offline_rewrite(*, question: str, previous: list[str], today=None) -> Rewrite:
+# "and the notion one?", "what about acme?", "and for Sam": the previous question again, for another
+# thing of the same kind. One or two words besides the connective.
+_OTHER_ONE_RE = re.compile(
+    r"^\s*(?:and|but|so|what about|how about)\s+(?:(?:for|in|with|on|about)\s+)?(?:the\s+)?"
+    r"(?P<what>[\w'’.-]+(?:\s+[\w'’.-]+)??)(?:\s+ones?)?\s*[?.!]*\s*$",
+    re.I,
+)
+
+
+def other_one(question: str, previous: str, known: list[list[str]]) -> str:
+    """"and the notion one?" after "how often does the logseq sync run?": the earlier question asked
+    again with the new name where it named another of the same kind ("how often does the notion
+    sync run?"). ``known``: the names of each kind the person can see (tags, people, clients…).
+    Empty unless the follow-up names only a known value and the earlier question one of its kind."""
+    m = _OTHER_ONE_RE.match(question)
+    if not m or not previous:
+        return ""
+    what = m["what"].strip()
+    for values in known:
+        # A name is typed whole or by its first word: "Northwind Fund", "northwind", "Leo".
+        names = {v.lower(): {v.lower(), v.split()[0].lower()} for v in values if v and v.strip()}
+        mine = [name for name, forms in names.items() if what.lower() in forms]
+        if not mine:
+            continue
+        others = [form for name, forms in names.items() if name not in mine for form in forms if len(form) >= 3]
+        for form in sorted(set(others), key=len, reverse=True):  # "Acme Capital" before "Acme"
+            said = re.compile(rf"(?<![\w]){re.escape(form)}(?![\w])", re.I)
+            if said.search(previous):
+                return said.sub(what, previous.rstrip(" ?.!"), count=1) + "?"
+    return ""
+
+
+def offline_rewrite(*, question: str, previous: list[str], today=None, known: list[list[str]] | None = None) -> Rewrite:
     """The searched query for ``question`` given the earlier questions (oldest first).
 
     - "and last month?": the previous question for that period (``period``).
+    - "and the notion one?": the previous question for another name of the same kind (``other_one``),
+      among ``known`` (the names of each kind the person can see).
     - "tell me more about X" with a subject X: X is a new query (the earlier sources are not
       reused: they were retrieved for something else).
     - A question that points back ("who raised them?", "when was that?") and says little of its
@@ -120,6 +154,8 @@ def offline_rewrite(*, question: str, previous: list[str], today=None) -> Rewrit
 
     if previous and (again := period_follow_up(question, previous[-1], today=today or dt.date.today())):
         return Rewrite(searched_query=again, kind="period", subject=previous[-1])
+    if previous and (again := other_one(question, previous[-1], known or [])):
+        return Rewrite(searched_query=again, kind="other_one", subject=previous[-1])
     subject = more_about(question)
     if subject:
         return Rewrite(

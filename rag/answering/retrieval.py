@@ -146,8 +146,9 @@ def retrieve(run: AskRun, llm) -> None:
         facets = facet_values(scope=run.scope, collections=run.request.collections)
         run.unknown = unknown_words(set(WORD_RE.findall(run.searched_query)), scope=run.scope)
         run.analysis = analyse_query(
-            # "and in july?" is the earlier question for another period: its filters are those.
-            run.searched_query if run.rewrite == "period" else run.query,
+            # "and in july?" is the earlier question for another period, "and the notion one?" for
+            # another name: its filters are those of the question searched.
+            run.searched_query if run.rewrite in ("period", "other_one") else run.query,
             today=run.today,
             facets=facets,
             llm=llm if llm.generative else None,

@@ -25,6 +25,7 @@ from rag.answering.analysis import CHIP_FIELDS, form_chips
 from rag.answering.citations import CitationFilter
 from rag.answering.prompts import COUNT_NOTE, FALLBACK_NOTE, system_prompt
 from rag.answering.retrieval import AskRun, period_text, retrieve, reuse, unmentioned_note, widen
+from rag.answering.selectors import facet_values
 from rag.answering.sources import (
     SourceDoc,
     apply_numbers,
@@ -326,9 +327,11 @@ def _rewrite(run: AskRun, llm, conversation: conv.Conversation) -> None:
             today=run.today,
         )  # fmt: skip
     else:
+        facets = facet_values(scope=run.scope, collections=run.request.collections)
         rewrite = followups.offline_rewrite(
-            question=run.query, previous=[ex.topic or ex.query for ex in conversation.exchanges], today=run.today
-        )
+            question=run.query, previous=[ex.topic or ex.query for ex in conversation.exchanges], today=run.today,
+            known=[facets.values(kind) for kind in ("tags", "people", "entities", "domains", "collections")],
+        )  # fmt: skip
     run.searched_query = rewrite.searched_query[:MAX_QUERY_CHARS]
     run.rewrite = rewrite.kind
     run.subject = rewrite.subject

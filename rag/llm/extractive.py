@@ -30,6 +30,7 @@ from rag.llm.candidates import (
 from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, ContextSource, parse_stated, parse_user_prompt
 from rag.llm.counts import counted_thing, counts_thing
 from rag.llm.prose import (
+    asks_how_often,
     expected_form_missing,
     has_expected_form,
     names_the_title,
@@ -180,6 +181,9 @@ class ExtractiveLLM:
         prose = not any(c.speaker for c in candidates)
         fits = word_fit(question, [c.text for c in candidates]) if prose else [None] * len(candidates)
         counted = counted_thing(question)
+        # A frequency is stated the same way written or spoken ("move the sync to every fifteen
+        # minutes"); the other forms are checked on written sources only.
+        form_check = bool(self.form_bonus) and (prose or asks_how_often(question))
         for cand, vec, centre, fit in zip(candidates, vecs, central, fits, strict=True):
             cand.similarity = dot(q_vec, vec)
             # The sources come ranked by their whole evidence (several chunks, a meeting's
@@ -195,7 +199,7 @@ class ExtractiveLLM:
                 # "How many analysts…?": the sentence with a number of analysts, spoken or written,
                 # over one that counts something else (the sources' rank would otherwise decide).
                 cand.relevance += self.count_bonus
-            if prose and self.form_bonus and has_expected_form(question, cand.text):
+            if form_check and has_expected_form(question, cand.text):
                 # "When…?" is answered by the sentence with a date, "who…?" by one with a name.
                 cand.relevance += self.form_bonus
             # What the sources as a whole talk about (a sentence close to the others) sums up a

@@ -42,6 +42,15 @@ _NUMBER_RE = re.compile(
     re.I,
 )
 _WHO_RE = re.compile(r"^\s*(?:who|whom|whose)\b", re.I)
+_HOW_OFTEN_RE = re.compile(r"^\s*how often\b", re.I)
+# How often something happens: "every fifteen minutes", "nightly", "twice a week", "three times per year".
+_FREQUENCY_RE = re.compile(
+    r"\b(?:every|each)\s+(?:\w+\s+)?(?:second|minute|hour|day|night|week|month|quarter|year|morning|evening"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday|time)s?\b"
+    r"|\b(?:hourly|daily|nightly|weekly|fortnightly|monthly|quarterly|yearly|annually|biweekly|continuously)\b"
+    r"|\b(?:once|twice|\w+ times)\s+(?:a|an|per|each|every)\b|\bper\s+(?:second|minute|hour|day|week|month|year)\b",
+    re.I,
+)
 _NEGATION_RE = re.compile(r"\b(?:not|never|no|none|nor|without|neither)\b|n['’]t\b", re.I)
 _CAPITALISED = r"[A-Z][\w'’.-]*[A-Za-z]"
 _NAME_RE = re.compile(rf"\b(?:{_CAPITALISED}|\d{{3,4}})\b")
@@ -52,6 +61,8 @@ _NAMED_RE = re.compile(rf"\b(?:{_CAPITALISED}|\d{{2,4}})\b")
 def expected_form_missing(question: str, sentences: list[str]) -> bool:
     """The question asks for a time or a quantity and no sentence of the answer holds one."""
     text = " ".join(sentences)
+    if _HOW_OFTEN_RE.search(question):
+        return not (_FREQUENCY_RE.search(text) or _TIME_RE.search(text) or _NUMBER_RE.search(text))
     if _WHEN_RE.search(question):
         return not _TIME_RE.search(text)
     if _HOW_MANY_RE.search(question):
@@ -59,9 +70,16 @@ def expected_form_missing(question: str, sentences: list[str]) -> bool:
     return False
 
 
+def asks_how_often(question: str) -> bool:
+    return bool(_HOW_OFTEN_RE.search(question))
+
+
 def has_expected_form(question: str, sentence: str) -> bool:
     """The sentence holds what the question's form asks for: a time for "when", a number for
-    "how many", a name for "who" (False when the question asks for no particular form)."""
+    "how many", a frequency for "how often", a name for "who" (False when the question asks for no
+    particular form)."""
+    if _HOW_OFTEN_RE.search(question):
+        return bool(_FREQUENCY_RE.search(sentence))
     if _WHEN_RE.search(question):
         return bool(_TIME_RE.search(sentence))
     if _HOW_MANY_RE.search(question):

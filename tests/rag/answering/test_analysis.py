@@ -73,6 +73,22 @@ def test_parser_turns_a_counting_question_into_filters():
     assert (b.entity, b.domain, b.tags, b.counting) == ("Aurora Fund", "javascript", ["climbing"], False)
 
 
+@pytest.mark.parametrize(
+    ("question", "counting"),
+    [
+        ("how often did I see Leo", True),
+        ("how often have we talked to the Aurora Fund", True),
+        ("how often do I meet Leo", True),
+        ("how often does Leo join the weekly this year", True),  # a period: what happened in it
+        ("how often does the logseq sync run", False),  # a schedule the documents state
+        ("How often are backups taken?", False),
+        ("how often should we rotate the keys", False),
+    ],
+)
+def test_how_often_counts_what_happened_not_a_schedule(question, counting):
+    assert parse_query(question, today=TODAY, facets=FACETS).counting is counting
+
+
 def test_llm_analysis_has_the_parser_shape_and_drops_invented_values(settings):
     analysis = {
         "date_from": "2025-01-01", "date_to": "2025-06-12", "people": ["leo", "Zorro"], "tags": [],

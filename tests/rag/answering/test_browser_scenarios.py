@@ -92,3 +92,20 @@ def _judged(user) -> bool:
     from feedback.models import Judgment
 
     return Judgment.objects.filter(interaction__user=user, label="negative").exists()
+
+
+def test_and_the_other_one_follows_the_last_question_for_the_new_name(browser, live_server, member, tmp_path):
+    """A schedule question is answered with the schedule, not a count of tagged entries; "and the
+    notion one" asks it again for Notion, and the page shows what was searched."""
+    from selenium.webdriver.common.by import By
+
+    login(browser, live_server, member)
+    ask(browser, "how often does logseq sync run")
+    first = answered(browser, 1)[0]
+    answer = first.find_element(By.CSS_SELECTOR, ".answer").text
+    assert "fifteen minutes" in answer and "according to the metadata" not in answer, answer
+    ask(browser, "and the notion one")
+    second = answered(browser, 2)[1]
+    assert "how often does notion sync run?" in second.find_element(By.CSS_SELECTOR, ".searched").text
+    assert "nightly" in second.find_element(By.CSS_SELECTOR, ".answer").text.lower()
+    browser.save_screenshot(str(tmp_path / "other-one.png"))

@@ -111,6 +111,38 @@ def test_and_last_month_re_asks_the_last_question_for_that_period():
     )
 
 
+KNOWN = [["logseq", "notion", "search"], ["Leo Martin", "Sam Okafor"], ["Acme Capital", "Northwind Fund"]]
+
+
+@pytest.mark.parametrize(
+    ("previous", "question", "searched"),
+    [
+        ("how often does the logseq sync run", "and the notion one", "how often does the notion sync run?"),
+        ("what did we decide with acme", "what about northwind", "what did we decide with northwind?"),
+        ("what did Leo Martin ask for?", "and for Sam Okafor?", "what did Sam Okafor ask for?"),
+    ],
+)
+def test_and_the_other_one_re_asks_the_last_question_for_another_name_of_its_kind(previous, question, searched):
+    rewrite = offline_rewrite(question=question, previous=[previous], today=DEMO_TODAY, known=KNOWN)
+    assert (rewrite.kind, rewrite.searched_query) == ("other_one", searched)
+
+
+def test_and_the_other_one_needs_a_name_of_the_same_kind_in_the_last_question():
+    # Nothing of the kind to replace, or a word that names nothing known: not a substitution.
+    for previous, question in [("what is the capital of france", "and the notion one"),
+                               ("how often does the logseq sync run", "and the blue one")]:  # fmt: skip
+        rewrite = offline_rewrite(question=question, previous=[previous], today=DEMO_TODAY, known=KNOWN)
+        assert rewrite.kind != "other_one", rewrite
+
+
+def test_and_the_other_one_is_answered_for_the_new_name(demo):
+    first = ask(demo["member"], "how often does the logseq sync run", log=True)
+    assert "fifteen minutes" in first["answer"], first["answer"]
+    body = ask(demo["member"], "and the notion one", conversation_id=first["conversation_id"], log=True)
+    assert body["searched_query"] == "how often does the notion sync run?"
+    assert "nightly" in body["answer"].lower() and "sync_markdown" not in body["answer"], body["answer"]
+
+
 def test_period_follow_up_is_answered_for_the_new_period(demo):
     first = ask(demo["member"], "what did we decide in september", log=True)
     assert "recency" in first["answer"], first["answer"]
@@ -179,6 +211,11 @@ def test_a_count_opens_only_an_answer_to_a_counting_question(demo):
     assert body["count"] is None and "according to the metadata" not in body["answer"], body["answer"]
     counted = ask(demo["member"], "how many times did I meet Leo this year?")
     assert counted["answer"].startswith("**4** entries mention **Leo Martin**"), counted["answer"]
+    # "How often" counts what happened; "how often does the sync run" asks for a schedule.
+    schedule = ask(demo["member"], "how often does logseq sync run")
+    assert schedule["count"] is None and "according to the metadata" not in schedule["answer"], schedule["answer"]
+    assert "fifteen minutes" in schedule["answer"], schedule["answer"]
+    assert ask(demo["member"], "how often did i meet leo")["answer"].startswith("**4** entries mention"), counted
 
 
 def test_quotes_keep_the_sources_case(demo):

@@ -73,6 +73,15 @@ def test_a_sentence_holding_the_asked_form_is_told_apart():
     assert not has_expected_form("What does the treaty say?", "The treaty was signed in 1973.")
 
 
+def test_how_often_wants_a_frequency():
+    assert has_expected_form("how often does the sync run", "Decision: move the Logseq sync to every fifteen minutes.")
+    assert has_expected_form("how often does the notion sync run", "The nightly Notion sync hit rate limits twice.")
+    assert has_expected_form("How often are keys rotated?", "Keys are rotated twice a year.")
+    assert not has_expected_form("how often does the sync run", "Run manage.py sync_markdown PATH to index a graph.")
+    assert expected_form_missing("how often does the sync run", ["The sync indexes the graph."])
+    assert not expected_form_missing("how often does the sync run", ["The sync runs hourly."])
+
+
 def test_a_negated_question_wants_a_sentence_that_negates():
     assert negation_unmet("Who did not sign the treaty?", ["Nixon signed the treaty."])
     assert negation_unmet("What wasn't in Loudoun's plans?", ["Loudoun planned three expeditions."])
