@@ -44,6 +44,15 @@ _FAMILIES = {
     "chosen": "choose", "bought": "buy", "sold": "sell", "built": "build", "spent": "spend",
     "lost": "lose", "won": "win", "began": "begin", "begun": "begin", "used": "use", "using": "use",
 }  # fmt: skip
+# Short verbs ending in "e" lose it before "-ing" and "-ed" ("tune", "tuning", "tuned"), which leaves
+# a stem of three letters, too short for the suffix rule: each form is joined to the verb here.
+_SHORT_E_VERBS = (
+    "make", "take", "tune", "code", "name", "save", "move", "vote", "rate", "note", "type", "size", "hire",
+    "fire", "hide", "ride", "wire", "cite", "time", "file", "like", "bake", "wake", "dine", "mute",
+)  # fmt: skip
+for _verb in _SHORT_E_VERBS:
+    _FAMILIES.setdefault(_verb[:-1] + "ing", _verb)
+    _FAMILIES.setdefault(_verb + "d", _verb)
 
 
 def stem(word: str) -> str:

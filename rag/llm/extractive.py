@@ -228,7 +228,7 @@ class ExtractiveLLM:
         # A source whose agenda item the question names answers it, though no single sentence
         # is close: "Summarize the discussion on X" where X is a topic of the meeting.
         on_agenda = any(src.agenda for src in sources)
-        if not self._relevant(candidates, q_terms) and not narrowed and not on_agenda:
+        if not self._relevant(candidates, q_terms, question) and not narrowed and not on_agenda:
             return [], best_similarity
         if prose and not narrowed and unmentioned_names(question, " ".join(f"{s.title} {s.text}" for s in sources)):
             return [], best_similarity  # it names something the sources never mention
@@ -267,7 +267,7 @@ class ExtractiveLLM:
         said = " ".join([titles, *texts])
         return bool(_names_unsaid(question, said, titles))
 
-    def _relevant(self, candidates: list[Sentence], q_terms: set[str]) -> bool:
+    def _relevant(self, candidates: list[Sentence], q_terms: set[str], question: str = "") -> bool:
         """Whether any candidate answers the question rather than merely sharing its topic.
 
         Relevant when the meaning is close, or when most of the question's words (two at least,
@@ -275,6 +275,9 @@ class ExtractiveLLM:
         Calibrated on answerable QMSum questions against unanswerable ones (bench_answers): a
         sentence close in meaning must also carry some of the question's rarer words, or a
         non-member asking for "p95 search latency" is quoted a sentence about search ranking.
+        A line spoken by the person the question names is relevant when it says one of the
+        question's other words, or when the question asks nothing but what they said ("what did Maya
+        decide?"): the name is its speaker, not its text, so neither closeness nor words show it.
         """
         # Thresholds from a grid on half the QMSum validation meetings (every other meeting, 126
         # questions) against every other off-topic question (25), chosen to refuse all of those
@@ -291,6 +294,7 @@ class ExtractiveLLM:
                 and c.specific >= self.min_specific
                 and (c.matched >= 2 or len(q_terms) == 1)
             )
+            or (c.speaker and names_speaker(question, c.speaker) and (c.matched or not _asks_beyond(q_terms, c)))
             for c in candidates
         )
 
@@ -483,6 +487,12 @@ def on_subject(candidates: list[Sentence], q_terms: set[str]) -> set[int] | None
 def wants_all(q_terms: set[str]) -> bool:
     """A short question asking for a kind of thing ("what did we decide with Acme?"), not one fact."""
     return bool(q_terms & _LIST_TERMS) and len(q_terms - _LIST_TERMS - GENERIC_TERMS) <= 2
+
+
+def _asks_beyond(q_terms: set[str], line: Sentence) -> bool:
+    """The question names something besides the line's speaker and what they said, decided or
+    thought ("what did Maya say about the budget?", not "what did Maya say?")."""
+    return bool(q_terms - GENERIC_TERMS - content_terms(line.speaker))
 
 
 def _says_kind(text: str) -> bool:

@@ -17,6 +17,8 @@ from rag.words import WORD_RE, content_terms, stem
         (["met", "meet"], "meet"),
         (["pay", "paid"], "pay"),
         (["write", "wrote", "written"], "write"),
+        (["tune", "tunes", "tuning", "tuned"], "tune"),  # a short verb that drops its "e"
+        (["name", "named", "naming"], "name"),
     ],
 )
 def test_a_word_family_shares_one_stem(forms, root):

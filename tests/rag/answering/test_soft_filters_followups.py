@@ -218,6 +218,19 @@ def test_a_count_opens_only_an_answer_to_a_counting_question(demo):
     assert ask(demo["member"], "how often did i meet leo")["answer"].startswith("**4** entries mention"), counted
 
 
+def test_a_title_in_another_form_of_the_questions_verb_answers_it(demo):
+    # "tune" is the page "Tuning HNSW in pgvector": the two forms are one word.
+    body = ask(demo["member"], "how do i tune hnsw")
+    assert body["citations"] and "ef_search" in body["answer"], body["answer"]
+
+
+def test_what_a_named_speaker_decided_is_their_lines(demo):
+    # Maya is the lines' speaker, never their text: the question is still answered by them.
+    body = ask(demo["member"], "what did maya decide")
+    assert "Decision: pilot with five analysts" in body["answer"], body["answer"]
+    assert "revisit the Northwind proposal" in body["answer"], body["answer"]
+
+
 def test_quotes_keep_the_sources_case(demo):
     body = ask(demo["member"], "can knowhub pull notion directly")
     assert "knowhub can pull Notion directly" in body["answer"], body["answer"]
