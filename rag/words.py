@@ -20,7 +20,11 @@ own same she should so some such than that the their theirs them themselves then
 they this those through to too under until up very was we were what when where which while who
 whom why will with would you your yours yourself yourselves tell please show give explain
 describe does much many way ways get make know want need also"""
-STOPWORDS = frozenset(_STOP_TEXT.split())
+# Stop words typed without their apostrophe, as people type questions ("whats the p95", "whos on
+# call", "dont"): still stop words, never a word the documents failed to mention.
+_UNAPOSTROPHED = """whats whos wheres whens hows whys thats theres heres im ive youre theyre
+dont doesnt didnt isnt arent wasnt werent cant couldnt wont wouldnt shouldnt hasnt havent hadnt"""
+STOPWORDS = frozenset(_STOP_TEXT.split()) | frozenset(_UNAPOSTROPHED.split())
 # "Use" says what a question is about ("how do I use it?" after "how do I create a macro?" asks
 # for something else), so it is a content word; it is common enough never to be taken for a
 # misspelling of a document's word.

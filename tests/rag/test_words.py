@@ -36,3 +36,8 @@ def test_a_word_with_letters_of_another_alphabet_is_one_word():
     assert WORD_RE.findall("Skłodowska-Curie met Céloron") == ["Skłodowska-Curie", "met", "Céloron"]
     # an underscore still separates ("hnsw_ef" is two words the index holds), and "C++" stays whole
     assert WORD_RE.findall("hnsw_ef C++") == ["hnsw", "ef", "C++"]
+
+
+def test_a_stop_word_typed_without_its_apostrophe_is_still_one():
+    assert content_terms("whats the p95") == {"p95"}
+    assert content_terms("whos on call, dont we know") == {"call"}

@@ -224,6 +224,11 @@ def test_a_title_in_another_form_of_the_questions_verb_answers_it(demo):
     assert body["citations"] and "ef_search" in body["answer"], body["answer"]
 
 
+def test_whats_typed_without_an_apostrophe_is_no_word_the_sources_miss(demo):
+    body = ask(demo["member"], "whats the p95")
+    assert "24 ms" in body["answer"] and "Nothing you can see mentions" not in body["answer"], body["answer"]
+
+
 def test_what_a_named_speaker_decided_is_their_lines(demo):
     # Maya is the lines' speaker, never their text: the question is still answered by them.
     body = ask(demo["member"], "what did maya decide")
