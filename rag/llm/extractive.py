@@ -31,6 +31,7 @@ from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, ContextSource, pars
 from rag.llm.counts import counted_thing, counts_thing
 from rag.llm.prose import (
     asks_how_often,
+    dated_lead,
     expected_form_missing,
     has_expected_form,
     names_the_title,
@@ -396,10 +397,13 @@ class ExtractiveLLM:
                 groups[-1].append(s)
             else:
                 groups.append([s])
-        if chosen[0].source.agenda:
+        lead = chosen[0].source
+        if when := dated_lead(question, [c.text for c in chosen], title=lead.title, date=lead.date, n=lead.n):
+            yield when + "\n\n"  # a meeting's lines seldom say its date: its metadata does
+        if lead.agenda:
             # The quotes come from the part of the meeting the question names: say which, so the
             # reader knows what the speakers are talking about before reading them.
-            yield agenda_lead(chosen[0].source.agenda) + "\n\n"
+            yield agenda_lead(lead.agenda) + "\n\n"
         previous = None
         for group in groups:
             first = group[0]

@@ -13,7 +13,7 @@ import difflib
 import re
 import unicodedata
 
-from rag.words import STOPWORDS
+from rag.words import STOPWORDS, content_terms
 
 _MONTHS = (
     "january|february|march|april|may|june|july|august|september|october|november|december"
@@ -73,6 +73,19 @@ def expected_form_missing(question: str, sentences: list[str]) -> bool:
 
 def asks_how_often(question: str) -> bool:
     return bool(_HOW_OFTEN_RE.search(question))
+
+
+def dated_lead(question: str, sentences: list[str], *, title: str, date: str, n: int) -> str:
+    """For "when…?" about a dated source itself, quoted in sentences that name no time ("when is
+    the acme review?" answered by the lines of "Acme Capital pilot review"): the line that says the
+    source's own date, cited. Empty when the question asks no "when" or names nothing of the title
+    ("when is the next release?" is not answered by the date of the 1:1 that mentions it), the
+    source has no date, or a quoted sentence names a time."""
+    if not date or not _WHEN_RE.search(question) or any(_TIME_RE.search(s) for s in sentences):
+        return ""
+    if not content_terms(question) & content_terms(title):
+        return ""
+    return f"“{title}” is dated {date} [{n}]."
 
 
 def has_expected_form(question: str, sentence: str) -> bool:

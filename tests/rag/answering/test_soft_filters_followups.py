@@ -224,6 +224,13 @@ def test_a_title_in_another_form_of_the_questions_verb_answers_it(demo):
     assert body["citations"] and "ef_search" in body["answer"], body["answer"]
 
 
+def test_when_a_meeting_was_is_its_date(demo):
+    # The review's lines never say its date; its metadata does (75 days before the demo's day).
+    body = ask(demo["member"], "when is the acme review")
+    assert body["answer"].startswith("“Acme Capital pilot review” is dated 2026-09-09 [1]."), body["answer"]
+    assert body["citations"][0]["title"] == "Acme Capital pilot review"
+
+
 def test_whats_typed_without_an_apostrophe_is_no_word_the_sources_miss(demo):
     body = ask(demo["member"], "whats the p95")
     assert "24 ms" in body["answer"] and "Nothing you can see mentions" not in body["answer"], body["answer"]

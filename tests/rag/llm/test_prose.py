@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rag.llm.prose import (
+    dated_lead,
     expected_form_missing,
     has_expected_form,
     names_the_title,
@@ -80,6 +81,18 @@ def test_how_often_wants_a_frequency():
     assert not has_expected_form("how often does the sync run", "Run manage.py sync_markdown PATH to index a graph.")
     assert expected_form_missing("how often does the sync run", ["The sync indexes the graph."])
     assert not expected_form_missing("how often does the sync run", ["The sync runs hourly."])
+
+
+def test_when_quoted_from_a_dated_source_that_says_no_time_gives_its_date():
+    lines = ["Analysts used the pilot 340 times.", "Two complaints: old memos ranked above recent ones."]
+    lead = dated_lead("when is the acme review", lines, title="Acme Capital pilot review", date="2026-09-09", n=2)
+    assert lead == "“Acme Capital pilot review” is dated 2026-09-09 [2]."
+    # No "when", no date, or a quoted time of its own: nothing to add.
+    assert not dated_lead("what did acme say", lines, title="Acme review", date="2026-09-09", n=1)
+    assert not dated_lead("when is the acme review", lines, title="Acme review", date="", n=1)
+    assert not dated_lead("when is the review", ["The review is in October."], title="Review", date="2026-09-09", n=1)
+    # The date of a page that only mentions the subject is not the subject's date.
+    assert not dated_lead("when is the next release", lines, title="1:1 with Leo", date="2026-11-20", n=1)
 
 
 def test_a_negated_question_wants_a_sentence_that_negates():
