@@ -4,7 +4,8 @@ Prose states its facts: a question that asks "when" is answered by a sentence wi
 many" by one with a number, and a question that names something the sources never mention
 (a person, a place, a year) is not answered by them, however close its other words come. Speech
 is looser ("the thing we said last week"), so transcripts are left to ``rag.llm.transcripts``;
-only a frequency ("every fifteen minutes", "nightly") is said the same way in both.
+only a frequency ("every fifteen minutes", "nightly") is said the same way in both, and a
+source's own date (``dated_lead``) is its metadata's, whatever kind of source it is.
 """
 
 from __future__ import annotations
