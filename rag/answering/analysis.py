@@ -20,6 +20,7 @@ from rag.answering.selectors import Facets
 from rag.answering.sources import collection_label
 from rag.answering.spelling import find_name, misspelt_people
 from rag.llm.base import LLMError, LLMProvider
+from rag.llm.prose import asks_how_often
 from rag.search import SearchFilters
 
 logger = logging.getLogger(__name__)
@@ -34,13 +35,12 @@ COUNTING_RE = re.compile(
     r"|\bcount (?:of|the)\b|\bhow often (?:did|have|has|had|was|were|am i|do (?:i|we))\b",
     re.I,
 )
-_HOW_OFTEN_RE = re.compile(r"\bhow often\b", re.I)
 
 
 def asks_to_count(query: str, *, period: bool = False) -> bool:
     """Whether ``query`` counts entries of the notes; ``period``: it names a time span ("how often
     does Leo join the weekly this year" counts, "how often does the sync run" does not)."""
-    return bool(COUNTING_RE.search(query)) or (period and bool(_HOW_OFTEN_RE.search(query)))
+    return bool(COUNTING_RE.search(query)) or (period and asks_how_often(query))
 
 
 

@@ -44,7 +44,7 @@ _NUMBER_RE = re.compile(
     re.I,
 )
 _WHO_RE = re.compile(r"^\s*(?:who|whom|whose)\b", re.I)
-_HOW_OFTEN_RE = re.compile(r"^\s*how often\b", re.I)
+_HOW_OFTEN_RE = re.compile(r"\bhow often\b", re.I)  # "and how often does it run?" too
 # How often something happens: "every fifteen minutes", "nightly", "twice a week", "three times per year".
 _FREQUENCY_RE = re.compile(
     r"\b(?:every|each)\s+(?:\w+\s+)?(?:second|minute|hour|day|night|week|month|quarter|year|morning|evening"
@@ -73,6 +73,7 @@ def expected_form_missing(question: str, sentences: list[str]) -> bool:
 
 
 def asks_how_often(question: str) -> bool:
+    """The question asks how often something happens (a schedule, or a count of what happened)."""
     return bool(_HOW_OFTEN_RE.search(question))
 
 
