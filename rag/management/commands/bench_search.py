@@ -253,6 +253,8 @@ def _report(
             "load_seconds": round(built.load_seconds, 1),
             "hnsw_build_seconds": round(built.hnsw_seconds, 1),  # the vector index's, hnsw or diskann
             "text_index_build_seconds": round(built.text_index_seconds, 1),
+            "prepare_seconds": round(built.prepare_seconds, 1),
+            "finish_seconds": round(built.finish_seconds, 1),
             "vacuum_seconds_after_build": round(built.vacuum_seconds, 1),
             "sentence_vectors_seconds": round(built.vectors_seconds, 1),  # not in build_seconds
             "distinct_sentences": built.sentences,
