@@ -44,6 +44,7 @@ from rag.llm.sentences import cite
 from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitations, role names
     agenda_lead,
     lend_to_replies,
+    lines_said_by,
     names_speaker,
     quote,
     says_something,
@@ -240,8 +241,12 @@ class ExtractiveLLM:
         floor_ratio = self.more_floor_ratio if more or whole else self.floor_ratio
         # The decisions of what the question is about: "what did we decide with Acme?" is not
         # answered by a course page's "…is decided by where it is written".
-        about = on_subject(candidates, q_terms) if whole else None
-        chosen = self._choose(candidates, vecs, floor_ratio=floor_ratio, whole=whole, about=about)
+        # "What did Sam say about Notion?" is answered by Sam's lines on it, however well a
+        # handbook page on Notion ranks: that page is no one's words.
+        said = lines_said_by(question, q_terms, candidates)
+        about = on_subject(candidates, q_terms) if whole and not said else None
+        pool, pool_vecs = _only(said, candidates, vecs)
+        chosen = self._choose(pool, pool_vecs, floor_ratio=floor_ratio, whole=whole, about=about)
         chosen = from_first_step(question, chosen, candidates, max_sentences=self.max_sentences)
         chosen = with_antecedents(chosen, candidates)
         if prose and not narrowed and chosen and self._answers_otherwise(question, chosen):
@@ -497,6 +502,15 @@ def _asks_beyond(q_terms: set[str], line: Sentence) -> bool:
     """The question names something besides the line's speaker and what they said, decided or
     thought ("what did Maya say about the budget?", not "what did Maya say?")."""
     return bool(q_terms - GENERIC_TERMS - content_terms(line.speaker))
+
+
+def _only(kept: list[Sentence], candidates: list[Sentence], vecs: list[list[float]]) -> tuple[list, list]:
+    """The ``kept`` candidates and their vectors; all of them when none is kept."""
+    if not kept:
+        return candidates, vecs
+    ids = {id(c) for c in kept}
+    pairs = [(c, v) for c, v in zip(candidates, vecs, strict=True) if id(c) in ids]
+    return [c for c, _ in pairs], [v for _, v in pairs]
 
 
 def _says_kind(text: str) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from rag.words import STOPWORDS, content_terms, stem
+from rag.words import GENERIC_TERMS, STOPWORDS, content_terms, stem
 
 if TYPE_CHECKING:
     from rag.llm.candidates import Sentence
@@ -126,12 +126,67 @@ def names_speaker(question: str, speaker: str) -> bool:
     asked_words = _NAMEWORD_RE.findall(question)
     # A sentence's first word is capitalised anyway: "A plan for…" names no "Grad A".
     asked = set(asked_words[1:]) | {w for w in asked_words[:1] if len(w) > 1}
-    return any(
+    if any(
         word in asked
         and word[0].isupper()
         and (len(word) == 1 or (word.lower() not in STOPWORDS and word.lower() not in _TITLE_WORDS))
         for word in words
-    )
+    ):
+        return True
+    # People type names in lower case ("what did sam say about notion"): a lower-case word names
+    # a speaker where a person stands, before what they said or decided, never as a topic
+    # ("summarize the marketing strategy" names no "Marketing").
+    subjects = _speaking_subjects(question)
+    return any(len(word) > 1 and word.lower() in subjects for word in words)
+
+
+def _speaking_subjects(question: str) -> set[str]:
+    """The words standing where a person does before what they said or decided ("sam" in "what
+    did sam say"), lower case, no pronoun or title."""
+    found = {(m[1] or m[2]).lower() for m in _SPEAKING_SUBJECT_RE.finditer(question)}
+    return found - STOPWORDS - _TITLE_WORDS
+
+
+def lines_said_by(question: str, q_terms: set[str], candidates: list[Sentence]) -> list[Sentence]:
+    """The lines of the person the question asks about that say what it asks about ("what did
+    sam say about notion": Sam's lines naming Notion). They are the answer, however well a page
+    on the subject ranks: that page is no one's words. Empty when the question asks for no one's
+    words, or that person said nothing on its subject."""
+    subjects = _speaking_subjects(question)
+    if not subjects:
+        return []
+    said = []
+    for c in candidates:
+        if not (c.speaker and {w.lower() for w in _NAMEWORD_RE.findall(c.speaker)} & subjects):
+            continue
+        about = q_terms - GENERIC_TERMS - content_terms(c.speaker)
+        # Most of what the question is about, not one word of a long question: a line naming the
+        # budget does not answer why Marketing disagreed about a touch screen within it.
+        if about and says_something(c.text) and len(about & content_terms(c.text)) * 2 >= len(about):
+            said.append(c)
+    # From one meeting, the best-ranked: the same name (a role, "Marketing") speaks in others too.
+    first = min((c.source.n for c in said), default=None)
+    return [c for c in said if c.source.n == first]
+
+
+_SPEECH_VERBS = (
+    "say|think|suggest|propose|decide|ask|mention|want|feel|recommend|agree|argue|raise|report|prefer|"
+    "explain|present|believe|note|promise|plan|claim|answer|reply|respond|conclude|object|complain|worry|"
+    "disagree|insist|offer|vote|pick|choose|like"
+)
+_SPEECH_VERBS_DONE = (
+    "said|says|thinks|thought|suggested|suggests|proposed|proposes|decided|decides|asked|asks|mentioned|"
+    "mentions|wanted|wants|felt|feels|recommended|recommends|agreed|agrees|argued|argues|raised|raises|"
+    "reported|preferred|prefers|explained|presented|believed|believes|noted|promised|planned|claimed|"
+    "answered|replied|responded|concluded|objected|complained|worried|disagreed|insisted|offered|voted|"
+    "picked|chose|liked"
+)
+# "did sam say", "does the designer think", "what maya decided", "why marketing wanted".
+_SPEAKING_SUBJECT_RE = re.compile(
+    rf"\b(?:did|does|do|has|have|had|will|would|could|can|should)\s+(?:the\s+)?([a-z][\w'’-]*)\s+(?:{_SPEECH_VERBS})\b"
+    rf"|\b([a-z][\w'’-]*)\s+(?:{_SPEECH_VERBS_DONE})\b",
+    re.I,
+)
 
 
 # Words of a speaker label that name no one in particular ("The Chair (Hon. …)", "Mr. …").

@@ -235,6 +235,18 @@ def test_which_questions_name_a_speaker():
     assert not names_speaker("What did the Chair rule?", "Mr. Paul Manly (NanaimoLadysmith, GP)")
 
 
+def test_a_name_typed_in_lower_case_names_a_speaker_where_a_person_stands():
+    # People type names as they come: "sam" before "say" is Sam Okafor.
+    assert names_speaker("what did sam say about notion", "Sam Okafor")
+    assert names_speaker("what maya decided on the sync", "Maya Chen")
+    assert names_speaker("why did marketing want an lcd", "Marketing")
+    # The same word as a topic names no one; a pronoun is no speaker's name.
+    assert not names_speaker("summarize the marketing strategy", "Marketing")
+    assert not names_speaker("what did the team say about notion", "Sam Okafor")
+    assert not names_speaker("what did we decide", "We")
+    assert not names_speaker("what did a say", "Grad A")
+
+
 def test_a_question_naming_a_speaker_quotes_that_speaker(local_embedder):
     transcript = "\n".join([
         "Grad A: I think the recording equipment should be set up in the small room before Friday.",
