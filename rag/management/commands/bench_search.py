@@ -152,8 +152,9 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"built in {c['build_seconds']} s: load {c['load_seconds']} s, {c['vector_index']} index "
                 f"{c['hnsw_build_seconds']} s ({c['vector_index_size']}), "
-                f"text indexes {c['text_index_build_seconds']} s; then VACUUM {c['vacuum_seconds_after_build']} s"
-                f" (the corpus's sentence vectors took {c['sentence_vectors_seconds']} s before it)"
+                f"text indexes {c['text_index_build_seconds']} s, statistics {c['finish_seconds']} s; "
+                f"then VACUUM {c['vacuum_seconds_after_build']} s (before it: the corpus's sentence vectors "
+                f"{c['sentence_vectors_seconds']} s, clearing the previous corpus {c['prepare_seconds']} s)"
             )
         e = r["query_embedding_ms"]
         self.stdout.write(f"query embedding: p50 {e['p50']} ms, p95 {e['p95']} ms")
@@ -253,7 +254,7 @@ def _report(
             "load_seconds": round(built.load_seconds, 1),
             "hnsw_build_seconds": round(built.hnsw_seconds, 1),  # the vector index's, hnsw or diskann
             "text_index_build_seconds": round(built.text_index_seconds, 1),
-            "prepare_seconds": round(built.prepare_seconds, 1),
+            "prepare_seconds": round(built.prepare_seconds, 1),  # not in build_seconds
             "finish_seconds": round(built.finish_seconds, 1),
             "vacuum_seconds_after_build": round(built.vacuum_seconds, 1),
             "sentence_vectors_seconds": round(built.vectors_seconds, 1),  # not in build_seconds
