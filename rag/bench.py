@@ -347,9 +347,8 @@ def build_corpus(
 
 def _clear_corpus(cursor, *, truncate: bool) -> None:
     """Remove the previous bench corpus. With ``truncate``, when the table holds nothing else, it
-    is emptied whole: a million deleted rows stay in the heap as dead space, which the load writes
-    around and every index build and search reads past afterwards (a rebuild measured slower than
-    the first build for it)."""
+    is emptied whole: a million deleted rows would stay in the heap as dead space, which the load
+    writes around and every index build and search reads past afterwards."""
     if truncate:
         # Two index probes, not a scan of the rows about to go.
         cursor.execute(
