@@ -10,6 +10,7 @@ articles or notes.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING
 
@@ -136,15 +137,19 @@ def names_speaker(question: str, speaker: str) -> bool:
     # People type names in lower case ("what did sam say about notion"): a lower-case word names
     # a speaker where a person stands, before what they said or decided, never as a topic
     # ("summarize the marketing strategy" names no "Marketing").
-    subjects = _speaking_subjects(question)
-    return any(len(word) > 1 and word.lower() in subjects for word in words)
+    return _named_as_subject(speaker, _speaking_subjects(question))
 
 
-def _speaking_subjects(question: str) -> set[str]:
+@functools.lru_cache(maxsize=256)
+def _speaking_subjects(question: str) -> frozenset[str]:
     """The words standing where a person does before what they said or decided ("sam" in "what
-    did sam say"), lower case, no pronoun or title."""
+    did sam say"), lower case, no pronoun or title. Cached: asked once per candidate line."""
     found = {(m[1] or m[2]).lower() for m in _SPEAKING_SUBJECT_RE.finditer(question)}
-    return found - STOPWORDS - _TITLE_WORDS
+    return frozenset(found - STOPWORDS - _TITLE_WORDS)
+
+
+def _named_as_subject(speaker: str, subjects: frozenset[str]) -> bool:
+    return any(len(word) > 1 and word.lower() in subjects for word in _NAMEWORD_RE.findall(speaker))
 
 
 def lines_said_by(question: str, q_terms: set[str], candidates: list[Sentence]) -> list[Sentence]:
@@ -157,7 +162,7 @@ def lines_said_by(question: str, q_terms: set[str], candidates: list[Sentence]) 
         return []
     said = []
     for c in candidates:
-        if not (c.speaker and {w.lower() for w in _NAMEWORD_RE.findall(c.speaker)} & subjects):
+        if not (c.speaker and _named_as_subject(c.speaker, subjects)):
             continue
         about = q_terms - GENERIC_TERMS - content_terms(c.speaker)
         # Most of what the question is about, not one word of a long question: a line naming the
