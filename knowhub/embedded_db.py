@@ -53,7 +53,8 @@ max_parallel_maintenance_workers = 1
 # Written into ``knowhub.conf`` (included last by postgresql.conf) before every start, so the
 # memory settings follow the machine the server starts on: a quarter of the RAM it sees as shared
 # buffers (PostgreSQL's usual advice), three quarters as the planner's cache estimate, a sixteenth
-# for index builds, and parallel index builds on all but one core. KNOWHUB_PG_* override each.
+# for index builds, parallel index builds on all but one core, and WAL between checkpoints from
+# the disk it has. KNOWHUB_PG_* override each.
 MEMORY_CONF = "knowhub.conf"
 INCLUDE_LINE = f"include_if_exists = '{MEMORY_CONF}'  # knowhub: memory settings sized at each start\n"
 
@@ -71,11 +72,21 @@ def machine_ram_bytes() -> int:
     return ram
 
 
-def memory_settings(ram_bytes: int | None = None, cpus: int | None = None, env: dict | None = None) -> dict[str, str]:
-    """The server's memory and build settings for a machine with ``ram_bytes`` and ``cpus``."""
+def memory_settings(
+    ram_bytes: int | None = None, cpus: int | None = None, env: dict | None = None, disk_free_bytes: int | None = None
+) -> dict[str, str]:
+    """The server's memory and build settings for a machine with ``ram_bytes``, ``cpus`` and
+    ``disk_free_bytes`` free where the data directory is (unknown: PostgreSQL's own 1 GB of WAL).
+
+    ``max_wal_size``: at PostgreSQL's default (1 GB), a bulk load (a large first sync, a re-embed,
+    an index rebuild) checkpoints every few seconds, and after each checkpoint the first change to
+    every index page writes that whole page to the WAL again, which multiplies what the load
+    writes and slows it. A tenth of the free disk, within 1–16 GB, is what a checkpoint may leave
+    behind; checkpoint_timeout still bounds the time a crash recovery replays."""
     env = os.environ if env is None else env
     mb = (ram_bytes or machine_ram_bytes()) // 2**20
     cpus = cpus or os.cpu_count() or 1
+    disk_mb = (disk_free_bytes // 2**20) if disk_free_bytes is not None else 10 * 1024
 
     def clamp(value: int, low: int, high: int) -> str:
         return f"{max(low, min(high, value))}MB"
@@ -85,6 +96,7 @@ def memory_settings(ram_bytes: int | None = None, cpus: int | None = None, env: 
         "effective_cache_size": clamp(mb * 3 // 4, 512, 192 * 1024),
         "maintenance_work_mem": clamp(mb // 16, 64, 4 * 1024),
         "max_parallel_maintenance_workers": str(max(1, min(8, cpus - 1))),
+        "max_wal_size": clamp(disk_mb // 10, 1024, 16 * 1024),
     }
     return {name: env.get(f"KNOWHUB_PG_{name.upper()}") or value for name, value in computed.items()}
 
@@ -92,7 +104,7 @@ def memory_settings(ram_bytes: int | None = None, cpus: int | None = None, env: 
 def write_memory_conf(pgdata: Path) -> dict[str, str]:
     """(Re)write ``knowhub.conf`` in ``pgdata`` and make postgresql.conf include it (last, so it
     wins over the fixed values earlier versions wrote). Takes effect at the server's next start."""
-    values = memory_settings()
+    values = memory_settings(disk_free_bytes=shutil.disk_usage(pgdata).free)
     body = "".join(f"{name} = '{value}'\n" for name, value in values.items())
     (pgdata / MEMORY_CONF).write_text("# Written by knowhub at each start (knowhub/embedded_db.py)\n" + body)
     conf = pgdata / "postgresql.conf"

@@ -11,13 +11,22 @@ def test_memory_settings_scale_with_ram_and_cores():
     small = embedded_db.memory_settings(2 * GB, 2, env={})
     assert small == {
         "shared_buffers": "512MB", "effective_cache_size": "1536MB", "maintenance_work_mem": "128MB",
-        "max_parallel_maintenance_workers": "1",
+        "max_parallel_maintenance_workers": "1", "max_wal_size": "1024MB",
     }  # fmt: skip
     big = embedded_db.memory_settings(64 * GB, 16, env={})
     assert big["shared_buffers"] == "16384MB" and big["effective_cache_size"] == "49152MB"
     assert big["maintenance_work_mem"] == "4096MB" and big["max_parallel_maintenance_workers"] == "8"
     tiny = embedded_db.memory_settings(256 * 2**20, 1, env={})
     assert tiny["shared_buffers"] == "128MB" and tiny["max_parallel_maintenance_workers"] == "1"
+
+
+def test_wal_between_checkpoints_follows_the_free_disk():
+    # A tenth of the free disk, never below PostgreSQL's default nor past 16 GB.
+    assert embedded_db.memory_settings(8 * GB, 2, env={}, disk_free_bytes=80 * GB)["max_wal_size"] == "8192MB"
+    assert embedded_db.memory_settings(8 * GB, 2, env={}, disk_free_bytes=2 * GB)["max_wal_size"] == "1024MB"
+    assert embedded_db.memory_settings(8 * GB, 2, env={}, disk_free_bytes=900 * GB)["max_wal_size"] == "16384MB"
+    values = embedded_db.memory_settings(8 * GB, 2, env={"KNOWHUB_PG_MAX_WAL_SIZE": "2GB"}, disk_free_bytes=80 * GB)
+    assert values["max_wal_size"] == "2GB"
 
 
 def test_settings_override_each_value():
