@@ -280,11 +280,14 @@ class PgTextsearch:
         cursor.execute(CREATE_LENGTH_FUNCTION)
         # pg_textsearch indexes columns, not expressions: title and content in one stored column,
         # and beside it the length the index gives that text (``score_sql`` reads it), counted
-        # from the row's ``tsv``. One ALTER: adding a stored column rewrites the table.
+        # from the row's ``tsv``. One ALTER: adding a stored column rewrites the table. The copy
+        # of the text is stored like the text itself (out of line when the row is too long, never
+        # compressed: migration rag 0006 says why).
         cursor.execute(
             "ALTER TABLE rag_chunk "
             "ADD COLUMN IF NOT EXISTS search_text text GENERATED ALWAYS AS (title || E'\\n' || content) STORED, "
-            f"ADD COLUMN IF NOT EXISTS {DL_COLUMN} integer GENERATED ALWAYS AS ({DL_FUNCTION}(tsv)) STORED"
+            f"ADD COLUMN IF NOT EXISTS {DL_COLUMN} integer GENERATED ALWAYS AS ({DL_FUNCTION}(tsv)) STORED, "
+            "ALTER COLUMN search_text SET STORAGE EXTERNAL"
         )
         # From here on the text trigger writes the length with ``tsv``. Dropping the expression
         # keeps the values and rewrites nothing, also for a column an earlier version generated

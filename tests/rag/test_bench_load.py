@@ -109,7 +109,9 @@ def test_a_large_rebuild_starts_from_an_empty_table_and_keeps_other_collections(
     bench.build_corpus(230, corpus=corpus, embedder=hashing_embedder, embed_sentences=True)
     first = _heap_pages()
     bench.build_corpus(230, corpus=corpus, embedder=hashing_embedder, rebuild=True)
-    assert _heap_pages() == first  # no dead space left by the previous corpus
+    # No dead space left by the previous corpus (that would double the heap): two loaders fill
+    # pages in whatever order they interleave, so the count may differ by a page or two.
+    assert _heap_pages() <= first * 1.1
 
     load([doc("kept", "Not the bench", "A chunk of another collection.", collection="notes")], hashing_embedder)
     bench.build_corpus(230, corpus=corpus, embedder=hashing_embedder, rebuild=True)
