@@ -173,7 +173,9 @@
       const why = `${ORIGIN[origin]}${chip.phrase ? ` (“${chip.phrase}”)` : ""} · ${chip.widened ? WIDENED : EFFECT[chip.effect] || ""}`;
       span.title = why;
       span.dataset.field = chip.field; span.dataset.value = chip.value; span.dataset.origin = origin;
-      span.innerHTML = `<span class="chip-origin">${ORIGIN_WORD[origin]}</span><span class="chip-label">${esc(label)}</span>`;
+      // A boost narrows nothing: say so on the chip itself, not only in its tooltip.
+      const word = `${ORIGIN_WORD[origin]}${chip.effect === "boost" && !chip.widened ? " · ranks higher" : ""}`;
+      span.innerHTML = `<span class="chip-origin">${word}</span><span class="chip-label">${esc(label)}</span>`;
       if (origin === "form") {
         const x = document.createElement("button");
         x.type = "button"; x.className = "chip-x"; x.textContent = "×";

@@ -187,6 +187,10 @@ def test_chips_and_searched_query_render_and_come_back_after_reload(browser, liv
             and "ranked higher" in rendered[0].get_attribute("title")
         )
         assert "you asked for it" in rendered[1].get_attribute("title")
+        # Whether a chip narrowed the search or only ranked its matches higher shows without hovering.
+        assert [c.find_element(By.CSS_SELECTOR, ".chip-origin").text for c in rendered] == [
+            "guessed · ranks higher", "you said", "guessed"
+        ]
         assert [bool(c.find_elements(By.CSS_SELECTOR, "button.chip-x")) for c in rendered] == [True, True, False]
         assert turn.find_element(By.CSS_SELECTOR, ".searched").text == "Searched for: climbing trips with Leo"
 
