@@ -6,29 +6,29 @@ from django.db import migrations
 # line. A target of half a page keeps two rows a page and moves out only what it must; the text
 # columns skip the compression attempt. Writes cost less and the table and its TOAST shrink
 # together. Only rows written from now on are stored this way; nothing is rewritten.
-FORWARD = """
-    ALTER TABLE rag_chunk SET (toast_tuple_target = 4080);
-    ALTER TABLE rag_chunk ALTER COLUMN content SET STORAGE EXTERNAL;
-    DO $$ BEGIN
-        IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'rag_chunk'::regclass
-                   AND attname = 'search_text' AND NOT attisdropped) THEN
-            ALTER TABLE rag_chunk ALTER COLUMN search_text SET STORAGE EXTERNAL;
-        END IF;
-    END $$;
-"""
-BACKWARD = """
-    ALTER TABLE rag_chunk RESET (toast_tuple_target);
-    ALTER TABLE rag_chunk ALTER COLUMN content SET STORAGE EXTENDED;
-    DO $$ BEGIN
-        IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'rag_chunk'::regclass
-                   AND attname = 'search_text' AND NOT attisdropped) THEN
-            ALTER TABLE rag_chunk ALTER COLUMN search_text SET STORAGE EXTENDED;
-        END IF;
-    END $$;
-"""
+
+
+def _storage_sql(target: str, storage: str) -> str:
+    """The table's TOAST target and the text columns' storage (``search_text`` exists only where
+    the pg_textsearch backend was set up; its set-up stores it the same way)."""
+    return f"""
+        ALTER TABLE rag_chunk {target};
+        ALTER TABLE rag_chunk ALTER COLUMN content SET STORAGE {storage};
+        DO $$ BEGIN
+            IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'rag_chunk'::regclass
+                       AND attname = 'search_text' AND NOT attisdropped) THEN
+                ALTER TABLE rag_chunk ALTER COLUMN search_text SET STORAGE {storage};
+            END IF;
+        END $$;
+    """
 
 
 class Migration(migrations.Migration):
     dependencies = [("rag", "0005_tsv_by_trigger")]
 
-    operations = [migrations.RunSQL(FORWARD, BACKWARD)]
+    operations = [
+        migrations.RunSQL(
+            _storage_sql("SET (toast_tuple_target = 4080)", "EXTERNAL"),
+            _storage_sql("RESET (toast_tuple_target)", "EXTENDED"),
+        )
+    ]
