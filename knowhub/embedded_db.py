@@ -86,7 +86,7 @@ def memory_settings(
     env = os.environ if env is None else env
     mb = (ram_bytes or machine_ram_bytes()) // 2**20
     cpus = cpus or os.cpu_count() or 1
-    disk_mb = (disk_free_bytes // 2**20) if disk_free_bytes is not None else 10 * 1024
+    disk_mb = (disk_free_bytes or 0) // 2**20  # unknown: the floor below, PostgreSQL's own default
 
     def clamp(value: int, low: int, high: int) -> str:
         return f"{max(low, min(high, value))}MB"

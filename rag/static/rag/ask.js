@@ -174,7 +174,7 @@
       span.title = why;
       span.dataset.field = chip.field; span.dataset.value = chip.value; span.dataset.origin = origin;
       // A boost narrows nothing: say so on the chip itself, not only in its tooltip.
-      const word = `${ORIGIN_WORD[origin]}${chip.effect === "boost" && !chip.widened ? " · ranks higher" : ""}`;
+      const word = `${ORIGIN_WORD[origin]}${chip.effect === "boost" ? " · ranks higher" : ""}`;
       span.innerHTML = `<span class="chip-origin">${word}</span><span class="chip-label">${esc(label)}</span>`;
       if (origin === "form") {
         const x = document.createElement("button");
