@@ -156,22 +156,67 @@ def lines_said_by(question: str, q_terms: set[str], candidates: list[Sentence]) 
     """The lines of the person the question asks about that say what it asks about ("what did
     sam say about notion": Sam's lines naming Notion). They are the answer, however well a page
     on the subject ranks: that page is no one's words. Empty when the question asks for no one's
-    words, or that person said nothing on its subject."""
+    words, or that person said nothing on its subject.
+
+    A question that asks only for an act ("what did maya decide") is answered by the person's
+    lines that state it ("Decision: …", "We agreed to …"), from every source: with no subject to
+    tell meetings apart, each decision of theirs is part of the answer."""
     subjects = _speaking_subjects(question)
     if not subjects:
         return []
-    said = []
+    acts = frozenset().union(*(_ACT_KIN[t] for t in q_terms if t in _ACT_KIN))
+    said, stated = [], []
     for c in candidates:
-        if not (c.speaker and _named_as_subject(c.speaker, subjects)):
+        if not c.speaker:
             continue
-        about = q_terms - GENERIC_TERMS - content_terms(c.speaker)
+        if _named_as_subject(c.speaker, subjects):
+            about = q_terms - GENERIC_TERMS - content_terms(c.speaker)
+        elif reported := _reported_speech(c.text, subjects):
+            # Another speaker telling what the person said ("Sam: Leo Martin asked for a monthly
+            # report"): the person's words as much as their own line would be.
+            about = q_terms - GENERIC_TERMS - content_terms(reported)
+        else:
+            continue
         # Most of what the question is about, not one word of a long question: a line naming the
         # budget does not answer why Marketing disagreed about a touch screen within it.
         if about and says_something(c.text) and len(about & content_terms(c.text)) * 2 >= len(about):
             said.append(c)
+        elif not about and acts & content_terms(c.text):
+            stated.append(c)
+    if not said:
+        return stated
     # From one meeting, the best-ranked: the same name (a role, "Marketing") speaks in others too.
-    first = min((c.source.n for c in said), default=None)
+    first = min(c.source.n for c in said)
     return [c for c in said if c.source.n == first]
+
+
+# Acts a line states by naming them ("Decision: …", "we agreed to…", "I propose…"), each with the
+# words that state it too. Saying, thinking or feeling are left out: "I'd say" and "I think" open
+# lines about anything.
+_ACT_KIN = {
+    stem(verb): frozenset(stem(w) for w in kin)
+    for verb, kin in {
+        "decide": ("decide", "agree", "conclude"),
+        "agree": ("agree", "decide"),
+        "conclude": ("conclude", "decide", "agree"),
+        "propose": ("propose", "suggest"),
+        "suggest": ("suggest", "propose"),
+        "recommend": ("recommend", "suggest"),
+        "ask": ("ask", "request"),
+        "promise": ("promise",),
+        "complain": ("complain",),
+    }.items()
+}
+
+
+def _reported_speech(text: str, subjects: frozenset[str]) -> str:
+    """The name a line reports as saying, asking or wanting something ("Leo Martin" in "Leo Martin
+    asked for a monthly report", "Leo" in "Leo wants more time with clients") when it is one of
+    ``subjects``; "" otherwise."""
+    for m in _REPORTED_RE.finditer(text):
+        if _named_as_subject(m[1], subjects):
+            return m[1]
+    return ""
 
 
 _SPEECH_VERBS = (
@@ -192,6 +237,11 @@ _SPEAKING_SUBJECT_RE = re.compile(
     rf"|\b([a-z][\w'’-]*)\s+(?:{_SPEECH_VERBS_DONE})\b",
     re.I,
 )
+
+
+# A capitalised name of up to three words, then what it did in words ("Leo Martin asked", "Maya
+# suggested", "Priya wants").
+_REPORTED_RE = re.compile(rf"\b([A-Z][\w'’-]*(?: [A-Z][\w'’-]*){{0,2}}) (?:{_SPEECH_VERBS_DONE})\b")
 
 
 # Words of a speaker label that name no one in particular ("The Chair (Hon. …)", "Mr. …").

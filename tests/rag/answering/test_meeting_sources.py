@@ -9,14 +9,15 @@ import pytest
 from rag.acl import Scope
 from rag.answering.selectors import document_topics
 from rag.answering.sources import DocumentEvidence, group_hits, rank_documents, select_hits
-from rag.llm.candidates import centrality
+from rag.llm.candidates import Sentence, centrality
 from rag.llm.context import ContextSource
 from rag.llm.extractive import ExtractiveLLM
-from rag.llm.transcripts import names_speaker, says_something
+from rag.llm.transcripts import lines_said_by, names_speaker, says_something
 from rag.models import Project
 from rag.search import Hit
 from rag.services import source_soft_delete
 from rag.units import SourceDocument, Unit
+from rag.words import content_terms
 from tests.rag.factories import load
 
 
@@ -245,6 +246,51 @@ def test_a_name_typed_in_lower_case_names_a_speaker_where_a_person_stands():
     assert not names_speaker("what did the team say about notion", "Sam Okafor")
     assert not names_speaker("what did we decide", "We")
     assert not names_speaker("what did a say", "Grad A")
+
+
+def _lines(source: ContextSource) -> list[Sentence]:
+    lines = []
+    for i, line in enumerate(source.text.splitlines()):
+        speaker, text = line.split(": ", 1)
+        lines.append(Sentence(source=source, position=i, text=text, speaker=speaker))
+    return lines
+
+
+def test_what_a_person_asked_for_is_also_what_others_report_they_asked():
+    weekly = ContextSource(n=1, title="Platform weekly", text=(
+        "Maya Chen: Decision: move the Logseq sync to every fifteen minutes.\n"
+        "Sam Okafor: Leo Martin asked for a monthly report of unanswered questions."
+    ))  # fmt: skip
+    one_on_one = ContextSource(n=2, title="1:1", text="Leo Martin: I will hand the release checklist to Sam.")
+    lines = _lines(weekly) + _lines(one_on_one)
+    question = "what did leo ask for"
+    said = lines_said_by(question, content_terms(question), lines)
+    assert [(c.speaker, c.text) for c in said] == [
+        ("Sam Okafor", "Leo Martin asked for a monthly report of unanswered questions.")
+    ]
+    # A line that names him doing nothing reports nothing he said.
+    assert not lines_said_by(question, content_terms(question), [
+        Sentence(source=weekly, position=0, text="Ask Leo Martin for the report.", speaker="Maya Chen")
+    ])  # fmt: skip
+
+
+def test_what_a_person_decided_is_every_line_of_theirs_that_states_a_decision():
+    kickoff = ContextSource(n=1, title="Kickoff", text=(
+        "Maya Chen: They care most about citations.\nMaya Chen: Decision: pilot with five analysts."
+    ))  # fmt: skip
+    one_on_one = ContextSource(n=2, title="1:1", text=(
+        "Maya Chen: Leo wants to spend more time with clients.\n"
+        "Maya Chen: We agreed to revisit the Northwind proposal."
+    ))  # fmt: skip
+    question = "what did maya decide"
+    said = lines_said_by(question, content_terms(question), _lines(kickoff) + _lines(one_on_one))
+    assert [c.text for c in said] == [
+        "Decision: pilot with five analysts.",
+        "We agreed to revisit the Northwind proposal.",
+    ]
+    # Asked what she said, no line is singled out by the verb: "say" opens lines about anything.
+    question = "what did maya say"
+    assert lines_said_by(question, content_terms(question), _lines(kickoff) + _lines(one_on_one)) == []
 
 
 def test_a_question_naming_a_speaker_quotes_that_speaker(local_embedder):

@@ -241,6 +241,8 @@ def test_what_a_named_speaker_decided_is_their_lines(demo):
     body = ask(demo["member"], "what did maya decide")
     assert "Decision: pilot with five analysts" in body["answer"], body["answer"]
     assert "revisit the Northwind proposal" in body["answer"], body["answer"]
+    # Her lines that decide nothing are not her decisions.
+    assert "Leo wants to spend more time" not in body["answer"], body["answer"]
 
 
 def test_quotes_keep_the_sources_case(demo):
