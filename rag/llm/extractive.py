@@ -48,6 +48,7 @@ from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitation
     names_speaker,
     quote,
     says_something,
+    spoken_lines,
 )
 from rag.words import GENERIC_TERMS, content_terms, stem
 
@@ -245,7 +246,7 @@ class ExtractiveLLM:
         # handbook page on Notion ranks: that page is no one's words.
         said = lines_said_by(question, q_terms, candidates)
         about = on_subject(candidates, q_terms) if whole and not said else None
-        pool, pool_vecs = _only(said, candidates, vecs)
+        pool, pool_vecs = _only(said or spoken_lines(question, candidates), candidates, vecs)
         chosen = self._choose(pool, pool_vecs, floor_ratio=floor_ratio, whole=whole, about=about)
         chosen = from_first_step(question, chosen, candidates, max_sentences=self.max_sentences)
         chosen = with_antecedents(chosen, candidates)

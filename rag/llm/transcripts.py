@@ -190,6 +190,19 @@ def lines_said_by(question: str, q_terms: set[str], candidates: list[Sentence]) 
     return [c for c in said if c.source.n == first]
 
 
+def spoken_lines(question: str, candidates: list[Sentence]) -> list[Sentence]:
+    """The spoken lines among ``candidates`` when the question asks what a person said or did and
+    that person speaks, or is reported, in them ("what did leo promise"): a written page is no
+    one's words, however well it shares the question's ("promise" in a page on JavaScript). Empty
+    otherwise."""
+    subjects = _speaking_subjects(question)
+    if not subjects or not any(
+        c.speaker and (_named_as_subject(c.speaker, subjects) or _reported_speech(c.text, subjects)) for c in candidates
+    ):
+        return []
+    return [c for c in candidates if c.speaker]
+
+
 # Acts a line states by naming them ("Decision: …", "we agreed to…", "I propose…"), each with the
 # words that state it too. Saying, thinking or feeling are left out: "I'd say" and "I think" open
 # lines about anything.

@@ -174,6 +174,15 @@ def test_a_follow_up_quotes_nothing_from_a_document_about_another_subject(demo):
     assert {s["title"] for s in more["sources"]} <= cited, more["answer"]
 
 
+def test_what_a_person_promised_is_never_a_page_that_shares_the_word(demo):
+    from ingestion.demo import load_demo_content
+
+    load_demo_content()  # the course's page on JavaScript promises shares the word, and no one's words
+    body = ask(demo["member"], "what did leo promise")
+    assert "I will hand the release checklist to Sam" in body["answer"], body["answer"]
+    assert "microtask" not in body["answer"], body["answer"]
+
+
 def test_a_word_no_source_holds_is_said_before_the_closest_quotes(demo):
     body = ask(demo["member"], "is logseq sync encrypted")
     assert body["answer"].startswith("Nothing you can see mentions “encrypted”; the closest your sources come:")
