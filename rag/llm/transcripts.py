@@ -179,9 +179,12 @@ def lines_said_by(question: str, q_terms: set[str], candidates: list[Sentence]) 
             continue
         # Most of what the question is about, not one word of a long question: a line naming the
         # budget does not answer why Marketing disagreed about a touch screen within it.
-        if about and says_something(c.text) and len(about & content_terms(c.text)) * 2 >= len(about):
+        terms = content_terms(c.text)
+        # An act is said in any of its words: "what did Maya promise" is answered by "I promised…".
+        covered = sum(1 for t in about if t in terms or _ACT_KIN.get(t, frozenset()) & terms)
+        if about and says_something(c.text) and covered * 2 >= len(about):
             said.append(c)
-        elif not about and acts & content_terms(c.text):
+        elif not about and acts & terms:
             stated.append(c)
     if not said:
         return stated
@@ -216,7 +219,7 @@ _ACT_KIN = {
         "suggest": ("suggest", "propose"),
         "recommend": ("recommend", "suggest"),
         "ask": ("ask", "request"),
-        "promise": ("promise",),
+        "promise": ("promise", "promised"),  # "promised" stems to "promis"
         "complain": ("complain",),
     }.items()
 }

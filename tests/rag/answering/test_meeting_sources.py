@@ -288,6 +288,9 @@ def test_what_a_person_decided_is_every_line_of_theirs_that_states_a_decision():
         "Decision: pilot with five analysts.",
         "We agreed to revisit the Northwind proposal.",
     ]
+    promised = Sentence(source=one_on_one, position=2, text="I promised the report by Friday.", speaker="Maya Chen")
+    question = "what did maya promise"
+    assert lines_said_by(question, content_terms(question), [*_lines(kickoff), promised]) == [promised]
     # Asked what she said, no line is singled out by the verb: "say" opens lines about anything.
     question = "what did maya say"
     assert lines_said_by(question, content_terms(question), _lines(kickoff) + _lines(one_on_one)) == []
