@@ -167,21 +167,15 @@ def lines_said_by(question: str, q_terms: set[str], candidates: list[Sentence]) 
     acts = frozenset().union(*(_ACT_KIN[t] for t in q_terms if t in _ACT_KIN))
     said, stated = [], []
     for c in candidates:
-        if not c.speaker:
+        person = _voice(c, subjects)
+        if not person:
             continue
-        if _named_as_subject(c.speaker, subjects):
-            about = q_terms - GENERIC_TERMS - content_terms(c.speaker)
-        elif reported := _reported_speech(c.text, subjects):
-            # Another speaker telling what the person said ("Sam: Leo Martin asked for a monthly
-            # report"): the person's words as much as their own line would be.
-            about = q_terms - GENERIC_TERMS - content_terms(reported)
-        else:
-            continue
-        # Most of what the question is about, not one word of a long question: a line naming the
-        # budget does not answer why Marketing disagreed about a touch screen within it.
+        about = q_terms - GENERIC_TERMS - content_terms(person)
         terms = content_terms(c.text)
         # An act is said in any of its words: "what did Maya promise" is answered by "I promised…".
         covered = sum(1 for t in about if t in terms or _ACT_KIN.get(t, frozenset()) & terms)
+        # Most of what the question is about, not one word of a long question: a line naming the
+        # budget does not answer why Marketing disagreed about a touch screen within it.
         if about and says_something(c.text) and covered * 2 >= len(about):
             said.append(c)
         elif not about and acts & terms:
@@ -199,11 +193,20 @@ def spoken_lines(question: str, candidates: list[Sentence]) -> list[Sentence]:
     one's words, however well it shares the question's ("promise" in a page on JavaScript). Empty
     otherwise."""
     subjects = _speaking_subjects(question)
-    if not subjects or not any(
-        c.speaker and (_named_as_subject(c.speaker, subjects) or _reported_speech(c.text, subjects)) for c in candidates
-    ):
+    if not subjects or not any(_voice(c, subjects) for c in candidates):
         return []
     return [c for c in candidates if c.speaker]
+
+
+def _voice(line: Sentence, subjects: frozenset[str]) -> str:
+    """Whose words among ``subjects`` a spoken line carries: its speaker's, or those of a person
+    another speaker reports ("Sam: Leo Martin asked for a monthly report" carries Leo's, as much
+    as his own line would); "" for neither, and for a written sentence."""
+    if not line.speaker:
+        return ""
+    if _named_as_subject(line.speaker, subjects):
+        return line.speaker
+    return _reported_speech(line.text, subjects)
 
 
 # Acts a line states by naming them ("Decision: …", "we agreed to…", "I propose…"), each with the
