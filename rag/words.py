@@ -103,3 +103,23 @@ GENERIC_TERMS = frozenset(
         "view", "feel", "idea", "consider", "reason", "detail",
     ]
 )  # fmt: skip
+
+
+def joined_as_written(question: str, texts: list[str]) -> str:
+    """``question`` with two adjacent words written as the one word ``texts`` hyphenate ("who is
+    on call" → "who is on-call", "real time" → "real-time"): a compound means something its second
+    half alone does not ("on call" is not the call of a call stack). Unchanged when no text writes
+    the pair as one word."""
+    compounds = {w.lower() for text in texts for w in WORD_RE.findall(text or "") if w.count("-") == 1}
+    if not compounds:
+        return question
+
+    words = list(re.finditer(r"(?<![\w-])[^\W\d_]+(?![\w-])", question))
+    out, last = [], 0
+    for a, b in zip(words, words[1:], strict=False):
+        if (last and a.start() <= last) or question[a.end() : b.start()] != " ":
+            continue  # a word joins one compound at most
+        if f"{a.group(0)}-{b.group(0)}".lower() in compounds:
+            out.append(question[last : a.end()] + "-")
+            last = b.start()
+    return "".join(out) + question[last:]

@@ -50,7 +50,7 @@ from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitation
     says_something,
     spoken_lines,
 )
-from rag.words import GENERIC_TERMS, content_terms, stem
+from rag.words import GENERIC_TERMS, content_terms, joined_as_written, stem
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +167,7 @@ class ExtractiveLLM:
         candidates = unsaid_sentences(sources, already_said)
         if not candidates:
             return [], 0.0
+        question = joined_as_written(question, [*(c.text for c in candidates), *(s.title for s in sources)])
         query = f"{topic} {question}".strip() if topic else question
         q_terms = content_terms(query)
         n_sources = max(len(sources), 1)
@@ -247,7 +248,10 @@ class ExtractiveLLM:
         said = lines_said_by(question, q_terms, candidates)
         about = on_subject(candidates, q_terms) if whole and not said else None
         pool, pool_vecs = _only(said or spoken_lines(question, candidates), candidates, vecs)
-        chosen = self._choose(pool, pool_vecs, floor_ratio=floor_ratio, whole=whole, about=about)
+        # A written answer opens with a sentence relevant on its own: closeness alone ("call stack"
+        # for "who is on call") must not lead because another source made the question relevant.
+        leads = {id(c) for c in pool if self._answers(c, q_terms, question)} if prose and not narrowed else None
+        chosen = self._choose(pool, pool_vecs, floor_ratio=floor_ratio, whole=whole, about=about, leads=leads)
         chosen = from_first_step(question, chosen, candidates, max_sentences=self.max_sentences)
         chosen = with_antecedents(chosen, candidates)
         if prose and not narrowed and chosen and self._answers_otherwise(question, chosen):
@@ -291,7 +295,11 @@ class ExtractiveLLM:
         # off-topic ones: 2.4% of the calibration questions refused; on the held-out meetings
         # 8.1% refused and 92% of the held-out off-topic ones. The demo's answerable and
         # not-visible questions (tests) still pass.
-        return any(
+        return any(self._answers(c, q_terms, question) for c in candidates)
+
+    def _answers(self, c: Sentence, q_terms: set[str], question: str) -> bool:
+        """Whether the one candidate ``c`` is relevant on its own (``_relevant``'s test)."""
+        return bool(
             c.similarity >= self.sure_similarity
             or (c.similarity >= self.related_similarity and (c.matched >= 2 or c.specific >= self.min_specific))
             or (c.similarity >= self.min_similarity and c.specific >= self.min_specific)
@@ -302,12 +310,11 @@ class ExtractiveLLM:
                 and (c.matched >= 2 or len(q_terms) == 1)
             )
             or (c.speaker and names_speaker(question, c.speaker) and (c.matched or not _asks_beyond(q_terms, c)))
-            for c in candidates
         )
 
     def _choose(
         self, candidates: list[Sentence], vecs: list[list[float]], *, floor_ratio: float, whole: bool = False,
-        about: set[int] | None = None,
+        about: set[int] | None = None, leads: set[int] | None = None,
     ) -> list[Sentence]:  # fmt: skip
         """Pick the answer's sentences by maximal marginal relevance, then put them in reading order.
 
@@ -341,7 +348,10 @@ class ExtractiveLLM:
                     focus = 2 * self.focus_bonus
                 return self.mmr_lambda * (c.score + focus) - (1 - self.mmr_lambda) * redundancy
 
-            pick = max(pool, key=mmr)
+            openers = [c for c in pool if leads is None or chosen or id(c) in leads]
+            if not openers:
+                break
+            pick = max(openers, key=mmr)
             pool.remove(pick)
             # Below the floor only to make a second sentence that is relevant on its own. The first
             # is the best the ranked sources offer: its score, rank included, must reach the floor.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from rag.chunking import ABBREVIATION_END_RE
-from rag.llm.transcripts import SPEAKER_RE, tidy_speech
+from rag.llm.transcripts import speaker_turn, tidy_speech
 from rag.words import WORD_RE
 
 _SENT_SPLIT_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
@@ -130,7 +130,7 @@ def split_turns(text: str, *, max_chars: int = 400) -> list[tuple[str, str]]:
     and a colon; anything else has no speakers (a lone "Note: …" line is not a turn).
     """
     lines = text.splitlines()
-    turns = [SPEAKER_RE.match(line) for line in lines]
+    turns = [speaker_turn(line) for line in lines]
     if sum(1 for m in turns if m) < 2:
         return [("", s) for s in split_sentences(text, max_chars=max_chars)]
     out: list[tuple[str, str]] = []

@@ -37,6 +37,17 @@ def says_something(text: str) -> bool:
 
 
 SPEAKER_RE = re.compile(r"^\s*([A-Z][\w.'’-]*(?: [A-Za-z0-9][\w.'’-]*){0,3}):\s+(\S.*)$")
+# Labels that introduce a part of a page, not a voice: a course page's "Image: …" and "Video: …"
+# lines are no speakers, and a page holding both is no transcript.
+_PAGE_LABELS = frozenset(
+    ["Image", "Video", "Audio", "Figure", "Caption", "Note", "Tip", "Warning", "Example", "Source", "Link", "Table"]
+)
+
+
+def speaker_turn(line: str) -> re.Match | None:
+    """``line`` as a turn ("Name: what they said"), or None when it is not one."""
+    m = SPEAKER_RE.match(line)
+    return m if m and m[1] not in _PAGE_LABELS else None
 
 
 # Hesitation sounds, and a word or two said twice in a row ("the the", "I I", "we were we were"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.words import WORD_RE, content_terms, stem
+from rag.words import WORD_RE, content_terms, joined_as_written, stem
 
 
 @pytest.mark.parametrize(
@@ -41,3 +41,12 @@ def test_a_word_with_letters_of_another_alphabet_is_one_word():
 def test_a_stop_word_typed_without_its_apostrophe_is_still_one():
     assert content_terms("whats the p95") == {"p95"}
     assert content_terms("whos on call, dont we know") == {"call"}
+
+
+def test_two_words_the_documents_hyphenate_are_read_as_that_one_word():
+    texts = ["On-call runbook: ingestion backlog", "JavaScript runs your code with one call stack."]
+    assert joined_as_written("whos on call", texts) == "whos on-call"
+    assert content_terms(joined_as_written("who is on call", texts)) == {"on-call"}
+    # Written apart in every document, the words stay apart; a word joins one compound at most.
+    assert joined_as_written("what is the call stack", texts) == "what is the call stack"
+    assert joined_as_written("a b c", ["a-b", "b-c"]) == "a-b c"

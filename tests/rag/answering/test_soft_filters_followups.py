@@ -183,6 +183,16 @@ def test_what_a_person_promised_is_never_a_page_that_shares_the_word(demo):
     assert "microtask" not in body["answer"], body["answer"]
 
 
+@pytest.mark.parametrize("question", ["who is on call", "whos on call"])
+def test_on_call_is_never_the_call_stack_of_a_course_page(demo, question):
+    from ingestion.demo import load_demo_content
+
+    load_demo_content()  # the course's page on the call stack, whose "Video:" line is no speaker
+    body = ask(demo["member"], question)
+    assert "on-call engineer" in body["answer"], body["answer"]
+    assert "call stack" not in body["answer"] and "Video:" not in body["answer"], body["answer"]
+
+
 def test_a_word_no_source_holds_is_said_before_the_closest_quotes(demo):
     body = ask(demo["member"], "is logseq sync encrypted")
     assert body["answer"].startswith("Nothing you can see mentions “encrypted”; the closest your sources come:")

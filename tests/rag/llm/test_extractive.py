@@ -221,6 +221,18 @@ def test_quotes_of_speech_drop_hesitations_but_keep_every_word_said(said, quoted
     assert tidy_speech(said) == quoted
 
 
+def test_a_page_with_an_image_and_a_video_is_no_transcript():
+    # A course page renders its media as labelled lines: the labels are no speakers.
+    text = (
+        "JavaScript runs your code on a single thread with one call stack.\n"
+        "Image: Call stack, microtask queue and task queue.\n"
+        "Video: Philip Roberts, JSConf EU (https://www.youtube.com/watch?v=8aGhZQkoFbQ)"
+    )
+    assert all(speaker == "" for speaker, _ in split_turns(text)), split_turns(text)
+    meeting = "Maya Chen: We ship the release on Friday.\nSam Ortiz: I will write the release notes."
+    assert [speaker for speaker, _ in split_turns(meeting)] == ["Maya Chen", "Sam Ortiz"]
+
+
 def test_a_transcript_turn_of_hesitations_only_is_not_a_sentence():
     text = "Maya Chen: Um, uh, yeah.\nSam Ortiz: So the the pilot, uh, starts on Monday with Acme."
     assert split_turns(text) == [("Sam Ortiz", "The pilot starts on Monday with Acme.")]

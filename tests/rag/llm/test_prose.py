@@ -22,6 +22,11 @@ def test_a_name_the_sources_never_mention_is_reported():
     # misspelt within its first letters ("Kucokdeveci"), still the same name; another name is not
     assert unmentioned_names("Where did Kucokdeveci work?", text) == []
     assert unmentioned_names("Where did Kowalski work?", text) == ["Kowalski"]
+    # two letters swapped, as fingers that outran each other type initials ("TEFU" for "TFEU")
+    treaty = "Under TFEU article 30 no quantitative restrictions may be placed on trade."
+    assert unmentioned_names("Which TEFU article bans quantitative restrictions?", treaty) == []
+    assert unmentioned_names("Which TEUF article bans quantitative restrictions?", treaty) == []
+    assert unmentioned_names("Which EFTU article bans quantitative restrictions?", treaty) == ["EFTU"]
 
 
 def test_a_figure_of_the_question_the_sources_never_say_is_reported():
