@@ -32,6 +32,7 @@ from rag.llm.counts import counted_thing, counts_thing
 from rag.llm.prose import (
     asks_how_often,
     dated_lead,
+    dated_sources,
     expected_form_missing,
     has_expected_form,
     names_the_title,
@@ -246,7 +247,7 @@ class ExtractiveLLM:
         # "What did Sam say about Notion?" is answered by Sam's lines on it, however well a
         # handbook page on Notion ranks: that page is no one's words.
         said = lines_said_by(question, q_terms, candidates)
-        about = on_subject(candidates, q_terms) if whole and not said else None
+        about = _quotable_sources(question, sources, candidates, q_terms, whole=whole and not said)
         pool, pool_vecs = _only(said or spoken_lines(question, candidates), candidates, vecs)
         # A written answer opens with a sentence relevant on its own: closeness alone ("call stack"
         # for "who is on call") must not lead because another source made the question relevant.
@@ -414,7 +415,8 @@ class ExtractiveLLM:
             else:
                 groups.append([s])
         lead = chosen[0].source
-        if when := dated_lead(question, [c.text for c in chosen], title=lead.title, date=lead.date, n=lead.n):
+        spoken = bool(chosen[0].speaker)
+        if when := dated_lead(question, [c.text for c in chosen], sources, spoken=spoken):
             yield when + "\n\n"  # a meeting's lines seldom say its date: its metadata does
         if lead.agenda:
             # The quotes come from the part of the meeting the question names: say which, so the
@@ -513,6 +515,17 @@ def _asks_beyond(q_terms: set[str], line: Sentence) -> bool:
     """The question names something besides the line's speaker and what they said, decided or
     thought ("what did Maya say about the budget?", not "what did Maya say?")."""
     return bool(q_terms - GENERIC_TERMS - content_terms(line.speaker))
+
+
+def _quotable_sources(
+    question: str, sources: list[ContextSource], candidates: list[Sentence], q_terms: set[str], *, whole: bool
+) -> set[int] | None:
+    """The sources the answer may quote (None: any): the one dated source a "when…?" names ("when
+    did we last meet acme?" is the lines of that meeting), or those on the question's subject when
+    it wants every decision or step."""
+    if len(dated := dated_sources(question, sources)) == 1:
+        return {dated[0].n}
+    return on_subject(candidates, q_terms) if whole else None
 
 
 def _only(kept: list[Sentence], candidates: list[Sentence], vecs: list[list[float]]) -> tuple[list, list]:

@@ -77,17 +77,42 @@ def asks_how_often(question: str) -> bool:
     return bool(_HOW_OFTEN_RE.search(question))
 
 
-def dated_lead(question: str, sentences: list[str], *, title: str, date: str, n: int) -> str:
-    """For "when…?" about a dated source itself, quoted in sentences that name no time ("when is
-    the acme review?" answered by the lines of "Acme Capital pilot review"): the line that says the
-    source's own date, cited. Empty when the question asks no "when" or names nothing of the title
-    ("when is the next release?" is not answered by the date of the 1:1 that mentions it), the
-    source has no date, or a quoted sentence names a time."""
-    if not date or not _WHEN_RE.search(question) or any(_TIME_RE.search(s) for s in sentences):
+# "When did we last meet Acme?" asks for the latest of the dated sources it names; "first" for the
+# earliest.
+_LAST_RE = re.compile(r"\b(?:last|latest|most recent(?:ly)?)\b", re.I)
+_FIRST_RE = re.compile(r"\b(?:first|earliest)\b", re.I)
+# Words for the occasion, which any meeting's title may say: they name no particular source.
+_OCCASION_TERMS = frozenset(content_terms("meet meeting met session call last latest recent first earliest time"))
+
+
+def dated_sources(question: str, sources: list) -> list:
+    """For "when…?" about dated sources themselves ("when did we meet acme?"): the dated sources
+    whose titles name most of the question's subject, oldest first; only the latest for "last",
+    the earliest for "first". Empty when the question asks no "when" or no title names its subject
+    ("when is the next release?" is not answered by the date of the 1:1 that mentions it)."""
+    if not _WHEN_RE.search(question):
+        return []
+    subject = content_terms(question) - _OCCASION_TERMS
+    named = [(len(subject & content_terms(s.title)), s) for s in sources if s.date]
+    best = max((k for k, _ in named), default=0)
+    if not best:
+        return []
+    out = sorted((s for k, s in named if k == best), key=lambda s: s.date)
+    if _LAST_RE.search(question):
+        return out[-1:]
+    if _FIRST_RE.search(question):
+        return out[:1]
+    return out[:5]
+
+
+def dated_lead(question: str, sentences: list[str], sources: list, *, spoken: bool = False) -> str:
+    """For "when…?" about dated sources, quoted in sentences that name no time ("when is the acme
+    review?" answered by the lines of "Acme Capital pilot review"): the lines that say those
+    sources' own dates, cited. A time in a meeting's lines ("the 2019 memos") is not the meeting's
+    date, so ``spoken`` sentences never stand in for it; a written sentence naming a time does."""
+    if not spoken and any(_TIME_RE.search(s) for s in sentences):
         return ""
-    if not content_terms(question) & content_terms(title):
-        return ""
-    return f"“{title}” is dated {date} [{n}]."
+    return " ".join(f"“{s.title}” is dated {s.date} [{s.n}]." for s in dated_sources(question, sources))
 
 
 def has_expected_form(question: str, sentence: str) -> bool:

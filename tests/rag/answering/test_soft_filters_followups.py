@@ -250,6 +250,15 @@ def test_when_a_meeting_was_is_its_date(demo):
     assert body["citations"][0]["title"] == "Acme Capital pilot review"
 
 
+def test_when_we_last_met_a_client_is_the_date_of_the_latest_meeting_with_them(demo):
+    body = ask(demo["member"], "when was our last meeting with acme capital")
+    assert body["answer"].startswith("“Acme Capital pilot review” is dated 2026-09-09 [1]."), body["answer"]
+    assert {c["title"] for c in body["citations"]} == {"Acme Capital pilot review"}, body["answer"]
+    both = ask(demo["member"], "when did we meet acme")
+    assert "“Acme Capital kickoff” is dated 2026-07-26" in both["answer"], both["answer"]
+    assert "“Acme Capital pilot review” is dated 2026-09-09" in both["answer"], both["answer"]
+
+
 def test_whats_typed_without_an_apostrophe_is_no_word_the_sources_miss(demo):
     body = ask(demo["member"], "whats the p95")
     assert "24 ms" in body["answer"] and "Nothing you can see mentions" not in body["answer"], body["answer"]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from rag.llm.context import ContextSource
 from rag.llm.prose import (
     dated_lead,
+    dated_sources,
     expected_form_missing,
     has_expected_form,
     names_the_title,
@@ -90,14 +92,32 @@ def test_how_often_wants_a_frequency():
 
 def test_when_quoted_from_a_dated_source_that_says_no_time_gives_its_date():
     lines = ["Analysts used the pilot 340 times.", "Two complaints: old memos ranked above recent ones."]
-    lead = dated_lead("when is the acme review", lines, title="Acme Capital pilot review", date="2026-09-09", n=2)
+    review = ContextSource(n=2, title="Acme Capital pilot review", text="", date="2026-09-09")
+    lead = dated_lead("when is the acme review", lines, [review])
     assert lead == "“Acme Capital pilot review” is dated 2026-09-09 [2]."
     # No "when", no date, or a quoted time of its own: nothing to add.
-    assert not dated_lead("what did acme say", lines, title="Acme review", date="2026-09-09", n=1)
-    assert not dated_lead("when is the acme review", lines, title="Acme review", date="", n=1)
-    assert not dated_lead("when is the review", ["The review is in October."], title="Review", date="2026-09-09", n=1)
+    assert not dated_lead("what did acme say", lines, [review])
+    assert not dated_lead("when is the acme review", lines, [ContextSource(n=1, title="Acme review", text="")])
+    assert not dated_lead("when is the review", ["The review is in October."], [review])
     # The date of a page that only mentions the subject is not the subject's date.
-    assert not dated_lead("when is the next release", lines, title="1:1 with Leo", date="2026-11-20", n=1)
+    one_on_one = ContextSource(n=1, title="1:1 with Leo", text="", date="2026-11-20")
+    assert not dated_lead("when is the next release", lines, [one_on_one])
+
+
+def test_when_we_last_met_is_the_date_of_the_latest_meeting_the_question_names():
+    kickoff = ContextSource(n=1, title="Acme Capital kickoff", text="", date="2026-07-26")
+    review = ContextSource(n=2, title="Acme Capital pilot review", text="", date="2026-09-09")
+    other = ContextSource(n=3, title="Northwind Fund introduction", text="", date="2026-10-15")
+    sources = [kickoff, review, other]
+    assert dated_sources("when did we last meet acme", sources) == [review]
+    assert dated_sources("when was our first meeting with acme capital", sources) == [kickoff]
+    assert dated_sources("when did we meet acme", sources) == [kickoff, review]
+    # A meeting's lines name times of other things ("the 2019 memos"), never the meeting's date.
+    memos = ["We agreed to start with the 2019 to 2024 memos."]
+    assert dated_lead("when did we meet acme", memos, sources, spoken=True) == (
+        "“Acme Capital kickoff” is dated 2026-07-26 [1]. “Acme Capital pilot review” is dated 2026-09-09 [2]."
+    )
+    assert not dated_lead("when did we meet acme", memos, sources)
 
 
 def test_a_negated_question_wants_a_sentence_that_negates():
