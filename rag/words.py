@@ -105,6 +105,23 @@ GENERIC_TERMS = frozenset(
 )  # fmt: skip
 
 
+# Words that ask what was decided, and the words a line states a decision in ("Decision: …", "We
+# agreed to …"): a stemmer does not join "decide" and "Decision:", nor does meaning bring them close.
+DECISION_TERMS = frozenset(stem(w) for w in ["decide", "decision", "agree", "conclude", "resolve", "outcome"])
+DECISION_RE = re.compile(r"\b(?:decisions?|decided|agreed|concluded|resolved)\b", re.I)
+# Words of a period ("this week", "last month"): a question's filters, not its subject.
+PERIOD_TERMS = frozenset(
+    stem(w) for w in ["week", "month", "year", "quarter", "day", "today", "yesterday", "recent", "last", "latest"]
+)
+
+
+def asks_for_decisions(question: str) -> bool:
+    """The question asks what was decided and names no subject ("what did we decide last month",
+    "list the decisions"): every stated decision answers it."""
+    terms = content_terms(question)
+    return bool(terms & DECISION_TERMS) and not terms - DECISION_TERMS - GENERIC_TERMS - PERIOD_TERMS
+
+
 def joined_as_written(question: str, texts: list[str]) -> str:
     """``question`` with two adjacent words written as the one word ``texts`` hyphenate ("who is
     on call" → "who is on-call", "real time" → "real-time"): a compound means something its second

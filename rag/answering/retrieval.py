@@ -42,7 +42,7 @@ from rag.search import (
     chunk_search,
 )
 from rag.selectors import check_query_model
-from rag.words import GENERIC_TERMS, WORD_RE, content_terms
+from rag.words import DECISION_RE, GENERIC_TERMS, WORD_RE, asks_for_decisions, content_terms
 
 logger = logging.getLogger(__name__)
 
@@ -172,18 +172,20 @@ def retrieve(run: AskRun, llm) -> None:
     # Deeper than the chunks answered from, so that several documents can be among the sources.
     depth = run.top_k * max(1, settings.KNOWHUB_ASK_SEARCH_DEPTH)
 
-    def search(filters: SearchFilters) -> list[Hit]:
+    def search(filters: SearchFilters, text: str = "") -> list[Hit]:
         result, rerank = reranked_search(
-            search=chunk_search, query=run.searched_query, scope=run.scope, filters=filters, top_k=depth, mode=run.mode,
-            embedder=embedder, query_vector=query_vector,
+            search=chunk_search, query=text or run.searched_query, scope=run.scope, filters=filters, top_k=depth,
+            mode=run.mode, embedder=embedder, query_vector=None if text else query_vector,
         )  # fmt: skip
-        run.rerank = rerank.as_dict()
+        if not text:
+            run.rerank = rerank.as_dict()
         return result.hits
 
     if _spell_names(run) | _correct_spelling(run, search, applied):
         query_vector = cached_query_vector(embedder, run.searched_query[:MAX_QUERY_CHARS])
     applied, hits = _search_with_fallback(run, search, applied, guesses)
     hits = _with_mentions(run, search, hits, applied=applied, depth=depth)
+    hits = _with_decisions(run, search, hits, applied=applied, depth=depth)
     hits = _apply_guesses(run, search, hits, applied=applied, with_guesses=with_guesses, guesses=guesses, depth=depth)
     if run.previous_cited and hits:
         # "who raised it?": the turn it points back to answers first.
@@ -346,6 +348,23 @@ def _with_mentions(run: AskRun, search, hits: list[Hit], *, applied: SearchFilte
     for rank, h in enumerate(merged, start=1):
         h.rank = rank
     return merged
+
+
+def _with_decisions(run: AskRun, search, hits: list[Hit], *, applied: SearchFilters, depth: int) -> list[Hit]:
+    """A question such as "what did we decide last month?" names no subject: every line stating a
+    decision under the question's filters answers it, and nothing else does (a page that mentions
+    deciding decides nothing). Its own words find such lines poorly ("decide" is not "Decision:" to
+    the keyword index, nor close to the decision itself in meaning), so the words decisions are
+    stated in are searched too. The hits that state one, scored alike so that every document
+    holding a decision stays among the sources; ``hits`` when none does."""
+    if not asks_for_decisions(run.searched_query):
+        return hits
+    found = {h.chunk_uid: h for h in [*hits, *search(applied, "decision decisions decided agreed")]}
+    stated = [h for h in found.values() if DECISION_RE.search(h.content or "")]
+    if not stated:
+        return hits
+    top = max((h.score for h in hits), default=0.0)
+    return [replace(h, score=top, rank=rank) for rank, h in enumerate(stated[:depth], start=1)]
 
 
 def _mentioning(hits: list[Hit], names: list[str]) -> list[Hit]:

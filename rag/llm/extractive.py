@@ -51,7 +51,15 @@ from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitation
     says_something,
     spoken_lines,
 )
-from rag.words import GENERIC_TERMS, content_terms, joined_as_written, stem
+from rag.words import (
+    DECISION_RE,
+    DECISION_TERMS,
+    GENERIC_TERMS,
+    asks_for_decisions,
+    content_terms,
+    joined_as_written,
+    stem,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -248,7 +256,12 @@ class ExtractiveLLM:
         # handbook page on Notion ranks: that page is no one's words.
         said = lines_said_by(question, q_terms, candidates)
         about = _quotable_sources(question, sources, candidates, q_terms, whole=whole and not said)
-        pool, pool_vecs = _only(said or spoken_lines(question, candidates), candidates, vecs)
+        kept = (
+            said
+            or spoken_lines(question, candidates)
+            or (stating_decisions(candidates, q_terms, about) if whole else [])
+        )
+        pool, pool_vecs = _only(kept, candidates, vecs)
         # A written answer opens with a sentence relevant on its own: closeness alone ("call stack"
         # for "who is on call") must not lead because another source made the question relevant.
         leads = {id(c) for c in pool if self._answers(c, q_terms, question)} if prose and not narrowed else None
@@ -311,6 +324,8 @@ class ExtractiveLLM:
                 and (c.matched >= 2 or len(q_terms) == 1)
             )
             or (c.speaker and names_speaker(question, c.speaker) and (c.matched or not _asks_beyond(q_terms, c)))
+            # "What did we decide?" is answered by any line stating a decision, whatever its words.
+            or (asks_for_decisions(question) and DECISION_RE.search(c.text))
         )
 
     def _choose(
@@ -504,6 +519,16 @@ def on_subject(candidates: list[Sentence], q_terms: set[str]) -> set[int] | None
         if subject & content_terms(f"{src.title} {src.text}")
     }
     return about or None
+
+
+def stating_decisions(candidates: list[Sentence], q_terms: set[str], about: set[int] | None) -> list[Sentence]:
+    """For a question asking what was decided ("what did we decide last month", "list the
+    decisions"): the sentences of the sources on its subject (``about``, None: any) that state a
+    decision ("Decision: …", "We agreed to …"). The rest of the same meeting ("Northwind keeps its
+    research in Notion") is context, not a decision."""
+    if not q_terms & DECISION_TERMS:
+        return []
+    return [c for c in candidates if DECISION_RE.search(c.text) and (about is None or c.source.n in about)]
 
 
 def wants_all(q_terms: set[str]) -> bool:

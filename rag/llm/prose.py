@@ -166,8 +166,12 @@ def unmentioned_names(question: str, sources_text: str) -> list[str]:
             continue  # "Apple Talk" where the sources write "AppleTalk"
         if len(stem) >= 5 and difflib.get_close_matches(stem, words_said(said), n=1, cutoff=0.8):
             continue  # misspelt: "Celeron" for "Céloron", "Groner" for "Groener"
-        if len(stem) >= 4 and any(w[0] == stem[0] and sorted(w) == sorted(stem) for w in words_said(said)):
-            continue  # two letters swapped: "TEFU" for "TFEU"
+        if (
+            len(stem) >= 4
+            and stem.isalpha()
+            and any(w[0] == stem[0] and sorted(w) == sorted(stem) for w in words_said(said))
+        ):
+            continue  # two letters swapped: "TEFU" for "TFEU" (a figure's digits in another order are another figure)
         missing.append(word)
     return missing
 

@@ -188,7 +188,7 @@ def test_removing_a_chip_re_asks_without_it(demo, client):
     assert r.status_code == 200, body
     assert "date_from" not in body["filters"] and not [c for c in body["analysis_filters"] if c["field"] == "date"]
     assert body["ignored_filters"] == [{"field": "date", "value": ""}]
-    assert len(body["sources"]) > 1
+    assert len(body["sources"]) > 1, body["answer"]
 
 
 @pytest.mark.parametrize(

@@ -250,6 +250,35 @@ def test_when_a_meeting_was_is_its_date(demo):
     assert body["citations"][0]["title"] == "Acme Capital pilot review"
 
 
+_DECISION_LINES = [
+    "Decision: pilot with five analysts",
+    "Decision: add recency as a ranking feature",
+    "Decision: send a proposal with project-level access control",
+    "Decision: move the Logseq sync to every fifteen minutes",
+    "We agreed to revisit the Northwind proposal",
+    "We agreed to start with the 2019 to 2024 memos",
+]
+
+
+def _quoted_lines(answer: str) -> list[str]:
+    return [line for line in answer.split("\n\n") if line.strip()]
+
+
+def test_what_we_decided_is_every_line_that_states_a_decision(demo):
+    body = ask(demo["member"], "what did we decide")
+    lines = _quoted_lines(body["answer"])
+    # As many decisions as the answer's four quotes hold, from several meetings, and nothing else.
+    assert len(lines) == 4 and len({c["title"] for c in body["citations"]}) >= 3, body["answer"]
+    assert all(any(d in line for d in _DECISION_LINES) for line in lines), body["answer"]
+
+
+def test_what_we_decided_last_month_is_its_decision_not_the_rest_of_the_meeting(demo):
+    for question in ("what did we decide last month", "list the decisions from last month"):
+        body = ask(demo["member"], question)
+        assert "Decision: send a proposal with project-level access control by Friday." in body["answer"], question
+        assert "keeps its research in Notion" not in body["answer"], (question, body["answer"])
+
+
 def test_when_we_last_met_a_client_is_the_date_of_the_latest_meeting_with_them(demo):
     body = ask(demo["member"], "when was our last meeting with acme capital")
     assert body["answer"].startswith("“Acme Capital pilot review” is dated 2026-09-09 [1]."), body["answer"]
