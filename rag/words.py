@@ -130,7 +130,6 @@ def joined_as_written(question: str, texts: list[str]) -> str:
     compounds = {w.lower() for text in texts for w in WORD_RE.findall(text or "") if w.count("-") == 1}
     if not compounds:
         return question
-
     words = list(re.finditer(r"(?<![\w-])[^\W\d_]+(?![\w-])", question))
     out, last = [], 0
     for a, b in zip(words, words[1:], strict=False):
