@@ -118,3 +118,15 @@ def test_a_large_rebuild_starts_from_an_empty_table_and_keeps_other_collections(
     with connection.cursor() as cursor:
         cursor.execute("SELECT collection, count(*) FROM rag_chunk GROUP BY 1 ORDER BY 1")
         assert cursor.fetchall() == [(bench.COLLECTION, 230), ("notes", 1)]
+
+
+def test_a_database_without_knowhub_tables_is_told_to_migrate_first(tmp_path, monkeypatch):
+    from django.core.management import CommandError, call_command
+
+    # A fresh embedded server for the bench (KNOWHUB_PGDATA) starts with no tables: say what to
+    # run, not a traceback from the first query.
+    corpus = _tiny_beir(tmp_path / "beir")
+    (corpus / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "protein findings"}) + "\n")
+    monkeypatch.setattr(connection.introspection, "table_names", lambda *a, **k: [])
+    with pytest.raises(CommandError, match="run `manage.py migrate` first"):
+        call_command("bench_search", "--chunks", "100", "--corpus", str(corpus))

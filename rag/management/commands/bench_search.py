@@ -74,6 +74,8 @@ class Command(BaseCommand):
             raise CommandError(f"{corpus_path} is not a BEIR folder with corpus.jsonl and queries.jsonl")
         if chunks < 100:
             raise CommandError("--chunks must be at least 100")
+        if "rag_chunk" not in connection.introspection.table_names():
+            raise CommandError("This database has no knowhub tables yet: run `manage.py migrate` first.")
         chosen = [m for m in modes.split(",") if m]
         if any(m not in MODES for m in chosen):
             raise CommandError(f"modes come from {', '.join(MODES)}")
