@@ -501,9 +501,7 @@ def with_antecedents(chosen: list[Sentence], candidates: list[Sentence]) -> list
 
 
 # Questions whose answer is a list the sources spread out: every decision, every step.
-_LIST_TERMS = frozenset(
-    stem(w) for w in ["decide", "decision", "agree", "step", "conclude", "action", "todo", "outcome", "resolve"]
-)
+_LIST_TERMS = DECISION_TERMS | frozenset(stem(w) for w in ["step", "action", "todo"])
 _LIST_WORD_RE = re.compile(r"\b(?:decision|decided|decide|agreed|agree|step|action item|concluded|resolved)s?\b", re.I)
 
 
