@@ -7,6 +7,7 @@ text with ``WORD_RE`` and drop ``STOPWORDS``, so they agree on what a content wo
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # Letters and digits of any alphabet ("Céloron", "Skłodowska" are one word each), keeping inner
 # apostrophes, dots, plus and hash ("don't", "v1.2", "C++", "C#"); an underscore separates words.
@@ -115,6 +116,7 @@ PERIOD_TERMS = frozenset(
 )
 
 
+@lru_cache(maxsize=512)
 def asks_for_decisions(question: str) -> bool:
     """The question asks what was decided and names no subject ("what did we decide last month",
     "list the decisions"): every stated decision answers it."""
