@@ -114,6 +114,11 @@ DECISION_RE = re.compile(r"\b(?:decisions?|decided|agreed|concluded|resolved)\b"
 PERIOD_TERMS = frozenset(
     stem(w) for w in ["week", "month", "year", "quarter", "day", "today", "yesterday", "recent", "last", "latest"]
 )
+# Words that ask for a list as such ("list the decisions", "decisions made so far", "recap the
+# decisions"): they name no subject of their own.
+LIST_REQUEST_TERMS = frozenset(stem(w) for w in ["list", "made", "taken", "reached", "far", "recap", "every"])
+
+_NO_SUBJECT = DECISION_TERMS | GENERIC_TERMS | PERIOD_TERMS | LIST_REQUEST_TERMS
 
 
 @lru_cache(maxsize=512)
@@ -121,7 +126,7 @@ def asks_for_decisions(question: str) -> bool:
     """The question asks what was decided and names no subject ("what did we decide last month",
     "list the decisions"): every stated decision answers it."""
     terms = content_terms(question)
-    return bool(terms & DECISION_TERMS) and not terms - DECISION_TERMS - GENERIC_TERMS - PERIOD_TERMS
+    return bool(terms & DECISION_TERMS) and terms <= _NO_SUBJECT
 
 
 def joined_as_written(question: str, texts: list[str]) -> str:

@@ -42,7 +42,7 @@ from rag.search import (
     chunk_search,
 )
 from rag.selectors import check_query_model
-from rag.words import DECISION_RE, GENERIC_TERMS, WORD_RE, asks_for_decisions, content_terms
+from rag.words import DECISION_RE, GENERIC_TERMS, LIST_REQUEST_TERMS, WORD_RE, asks_for_decisions, content_terms
 
 logger = logging.getLogger(__name__)
 
@@ -296,7 +296,8 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
         for w in dict.fromkeys(WORD_RE.findall(run.query))
         if w.lower() in run.unknown
         and w.lower() not in known
-        and not content_terms(w) <= GENERIC_TERMS  # "summarize", "discussion": the kind of answer
+        # "summarize", "discussion", "list", "made": the kind of answer, not its subject
+        and not content_terms(w) <= GENERIC_TERMS | LIST_REQUEST_TERMS
         and not re.search(rf"(?<!\w){re.escape(w.lower())}", said)
     ]
     # One such word in a long question is a detail the quotes may answer in other words; in a

@@ -55,6 +55,7 @@ from rag.words import (
     DECISION_RE,
     DECISION_TERMS,
     GENERIC_TERMS,
+    LIST_REQUEST_TERMS,
     asks_for_decisions,
     content_terms,
     joined_as_written,
@@ -265,7 +266,13 @@ class ExtractiveLLM:
         # A written answer opens with a sentence relevant on its own: closeness alone ("call stack"
         # for "who is on call") must not lead because another source made the question relevant.
         leads = {id(c) for c in pool if self._answers(c, q_terms, question)} if prose and not narrowed else None
-        chosen = self._choose(pool, pool_vecs, floor_ratio=floor_ratio, whole=whole, about=about, leads=leads)
+        # A list of decisions, some of them dated (meetings), is read newest first.
+        decisions = whole and bool(kept) and all(DECISION_RE.search(c.text) for c in kept)
+        dated = decisions and any(c.source.date for c in kept)
+        chosen = self._choose(
+            pool, pool_vecs, floor_ratio=floor_ratio, whole=whole, about=about, leads=leads,
+            latest=dated and asks_for_decisions(question), dated=dated,
+        )  # fmt: skip
         chosen = from_first_step(question, chosen, candidates, max_sentences=self.max_sentences)
         chosen = with_antecedents(chosen, candidates)
         if prose and not narrowed and chosen and self._answers_otherwise(question, chosen):
@@ -330,12 +337,14 @@ class ExtractiveLLM:
 
     def _choose(
         self, candidates: list[Sentence], vecs: list[list[float]], *, floor_ratio: float, whole: bool = False,
-        about: set[int] | None = None, leads: set[int] | None = None,
+        about: set[int] | None = None, leads: set[int] | None = None, latest: bool = False, dated: bool = False,
     ) -> list[Sentence]:  # fmt: skip
         """Pick the answer's sentences by maximal marginal relevance, then put them in reading order.
 
         After the first, a sentence must reach ``floor_ratio`` of its relevance (or be among the
-        first two and relevant on its own)."""
+        first two and relevant on its own). With ``latest`` every candidate answers alike (each
+        states a decision, and the question names no subject): the newest are taken first, as
+        many as the answer holds. With ``dated`` (decisions) the answer reads newest first."""
         vec_of = {id(c): v for c, v in zip(candidates, vecs, strict=True)}
         # A spoken line that says nothing ("Guess you could, yeah.", "How can I say this.") is not
         # quoted, however well it scores as the reply to a question that does.
@@ -345,7 +354,8 @@ class ExtractiveLLM:
                 for c in candidates
                 if (not c.speaker or says_something(c.text)) and (about is None or c.source.n in about)
             ),
-            key=lambda c: -c.score,
+            key=lambda c: (c.source.date, c.score) if latest else (c.score,),
+            reverse=True,
         )[:60]
         chosen: list[Sentence] = []
         chars = 0
@@ -367,12 +377,13 @@ class ExtractiveLLM:
             openers = [c for c in pool if leads is None or chosen or id(c) in leads]
             if not openers:
                 break
-            pick = max(openers, key=mmr)
+            pick = openers[0] if latest else max(openers, key=mmr)
             pool.remove(pick)
             # Below the floor only to make a second sentence that is relevant on its own. The first
             # is the best the ranked sources offer: its score, rank included, must reach the floor.
             weight = pick.relevance if chosen else pick.score
-            if weight < floor and (len(chosen) >= 2 or pick.similarity < self.min_similarity + 0.1):
+            low = weight < floor and (len(chosen) >= 2 or pick.similarity < self.min_similarity + 0.1)
+            if low and not latest:
                 # MMR takes a less redundant sentence before a more relevant one: in a written
                 # source one below the floor ends nothing while another above it is left. (A
                 # meeting's lines above the floor after that are mostly other meetings' words.)
@@ -383,7 +394,12 @@ class ExtractiveLLM:
                 continue
             # Another document joins the answer only when it answers nearly as well: a second
             # meeting that merely shares the topic's words dilutes the quote of the right one.
-            if chosen and pick.source.n != chosen[0].source.n and pick.score < chosen[0].score * self.other_doc_ratio:
+            if (
+                chosen
+                and not latest
+                and pick.source.n != chosen[0].source.n
+                and pick.score < chosen[0].score * self.other_doc_ratio
+            ):
                 continue
             if chosen and chars + len(pick.text) > self.max_chars:
                 continue
@@ -396,7 +412,7 @@ class ExtractiveLLM:
         for s in chosen:
             order[s.source.n] = max(order.get(s.source.n, -math.inf), s.score)
         chosen.sort(key=lambda s: (-order[s.source.n], s.source.n, s.position))
-        return chosen
+        return newest_first(chosen) if dated else chosen
 
     def answer_parts(
         self, *, question: str, sources: list[ContextSource], topic: str = "", already_said: str = "",
@@ -502,13 +518,13 @@ def with_antecedents(chosen: list[Sentence], candidates: list[Sentence]) -> list
 
 # Questions whose answer is a list the sources spread out: every decision, every step.
 _LIST_TERMS = DECISION_TERMS | frozenset(stem(w) for w in ["step", "action", "todo"])
-_LIST_WORD_RE = re.compile(r"\b(?:decision|decided|decide|agreed|agree|step|action item|concluded|resolved)s?\b", re.I)
+_LIST_WORD_RE = re.compile(rf"{DECISION_RE.pattern}|\b(?:decide|agree|step|action item)s?\b", re.I)
 
 
 def on_subject(candidates: list[Sentence], q_terms: set[str]) -> set[int] | None:
     """The sources (numbers) that name what a "what did we decide with X?" question is about; None
     when the question names nothing besides the kind of thing it asks for (every source is)."""
-    subject = q_terms - _LIST_TERMS - GENERIC_TERMS
+    subject = q_terms - _LIST_TERMS - GENERIC_TERMS - LIST_REQUEST_TERMS
     if not subject:
         return None
     about = {
@@ -527,6 +543,16 @@ def stating_decisions(candidates: list[Sentence], q_terms: set[str], about: set[
     if not q_terms & DECISION_TERMS:
         return []
     return [c for c in candidates if DECISION_RE.search(c.text) and (about is None or c.source.n in about)]
+
+
+def newest_first(chosen: list[Sentence]) -> list[Sentence]:
+    """Decisions read newest first ("what did we decide?" wants the latest one before a summer's):
+    the sources by date, each source's sentences in document order, undated sources last.
+    Unchanged when none is dated (nothing to order by)."""
+    if not any(c.source.date for c in chosen):
+        return chosen
+    in_reading_order = sorted(chosen, key=lambda c: (c.source.n, c.position))
+    return sorted(in_reading_order, key=lambda c: c.source.date, reverse=True)  # ISO dates: stable sort
 
 
 def wants_all(q_terms: set[str]) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.words import WORD_RE, content_terms, joined_as_written, stem
+from rag.words import WORD_RE, asks_for_decisions, content_terms, joined_as_written, stem
 
 
 @pytest.mark.parametrize(
@@ -50,3 +50,18 @@ def test_two_words_the_documents_hyphenate_are_read_as_that_one_word():
     # Written apart in every document, the words stay apart; a word joins one compound at most.
     assert joined_as_written("what is the call stack", texts) == "what is the call stack"
     assert joined_as_written("a b c", ["a-b", "b-c"]) == "a-b c"
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("what did we decide", True),
+        ("list the decisions", True),
+        ("what decisions were made so far", True),
+        ("recap the decisions from last week", True),
+        ("what did we decide with acme", False),  # a subject
+        ("list the files", False),  # no decision asked for
+    ],
+)
+def test_a_question_asks_for_every_decision_when_it_names_nothing_besides_the_list(question, asks):
+    assert asks_for_decisions(question) is asks

@@ -272,6 +272,26 @@ def test_what_we_decided_is_every_line_that_states_a_decision(demo):
     assert all(any(d in line for d in _DECISION_LINES) for line in lines), body["answer"]
 
 
+def test_what_we_decided_reads_newest_first(demo):
+    body = ask(demo["member"], "what did we decide")
+    # The latest decisions are the ones worth the answer's room: the 1:1 of 2026-11-20 and the
+    # platform weekly of 2026-11-14 before the summer's kickoff, newest first.
+    lines = _quoted_lines(body["answer"])
+    assert "We agreed to revisit the Northwind proposal" in lines[0], body["answer"]
+    assert "Decision: move the Logseq sync to every fifteen minutes." in lines[1], body["answer"]
+    dates = [c["date"] for c in body["citations"]]
+    assert dates == sorted(dates, reverse=True), body["citations"]
+    acme = ask(demo["member"], "what did we decide with acme")
+    assert acme["citations"][0]["title"] == "Acme Capital pilot review", acme["answer"]
+
+
+@pytest.mark.parametrize("question", ["list the decisions", "what decisions were made so far"])
+def test_asking_for_the_list_of_decisions_is_not_a_subject(demo, question):
+    body = ask(demo["member"], question)
+    lines = _quoted_lines(body["answer"])
+    assert len(lines) == 4 and all(any(d in line for d in _DECISION_LINES) for line in lines), body["answer"]
+
+
 def test_what_we_decided_last_month_is_its_decision_not_the_rest_of_the_meeting(demo):
     for question in ("what did we decide last month", "list the decisions from last month"):
         body = ask(demo["member"], question)
