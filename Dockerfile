@@ -22,4 +22,5 @@ RUN python -c "from pathlib import Path; from rag.embeddings.onnx import export_
 RUN useradd --create-home --uid 1000 knowhub && chown -R knowhub /app/var
 USER knowhub
 EXPOSE 8000
-CMD ["gunicorn", "knowhub.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4", "--timeout", "120"]
+# Workers, threads and timeout: gunicorn.conf.py (WEB_CONCURRENCY, GUNICORN_THREADS).
+CMD ["gunicorn", "knowhub.wsgi:application", "--bind", "0.0.0.0:8000"]

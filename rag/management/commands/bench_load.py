@@ -14,6 +14,7 @@ import http.client
 import json
 import os
 import random
+import runpy
 import signal
 import socket
 import subprocess
@@ -58,6 +59,13 @@ def read_queries(path: Path) -> list[str]:
     return queries
 
 
+def served_as() -> dict:
+    """The workers and threads gunicorn.conf.py gives a server started here: what the image and
+    compose serve with, so what the benchmark measures unless told otherwise."""
+    config = runpy.run_path(str(Path(settings.BASE_DIR) / "gunicorn.conf.py"))
+    return {"workers": int(config["workers"]), "threads": int(config["threads"])}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -78,8 +86,8 @@ class Command(BaseCommand):
         parser.add_argument("--clients", type=int, default=1, help="concurrent closed-loop clients")
         parser.add_argument("--seconds", type=float, default=30.0, help="measured duration")
         parser.add_argument("--warmup", type=float, default=3.0, help="unmeasured seconds first")
-        parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
-        parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker")
+        parser.add_argument("--workers", type=int, help="gunicorn worker processes (default: gunicorn.conf.py's)")
+        parser.add_argument("--threads", type=int, help="threads per gunicorn worker (default: gunicorn.conf.py's)")
         parser.add_argument("--queries", help="queries.jsonl (BEIR) or a text file, one query a line")
         parser.add_argument("--top-k", type=int, default=8)
         parser.add_argument("--staff", action="store_true", help="query as staff (no ACL clause)")
@@ -92,6 +100,9 @@ class Command(BaseCommand):
         queries = read_queries(Path(opts["queries"])) if opts["queries"] else default_queries()
         if not queries:
             raise CommandError("no queries to send")
+        served = served_as()
+        opts["workers"] = opts["workers"] or served["workers"]
+        opts["threads"] = opts["threads"] or served["threads"]
         token, user_id = self._bench_user(staff=opts["staff"])
         port = free_port()
         server = self._start_gunicorn(port, opts["workers"], opts["threads"])
