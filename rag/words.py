@@ -109,7 +109,18 @@ GENERIC_TERMS = frozenset(
 # Words that ask what was decided, and the words a line states a decision in ("Decision: …", "We
 # agreed to …"): a stemmer does not join "decide" and "Decision:", nor does meaning bring them close.
 DECISION_TERMS = frozenset(stem(w) for w in ["decide", "decision", "agree", "conclude", "resolve", "outcome"])
-DECISION_RE = re.compile(r"\b(?:decisions?|decided|agreed|concluded|resolved)\b", re.I)
+DECISION_RE = re.compile(r"\b(?:decisions?|decided|agreed|concluded|resolved)\b", re.I)  # the words, in any use
+# A sentence that states a decision ("Decision: pilot with five analysts", "We agreed to start with
+# …", "so we've decided that …"), not one that uses the words otherwise: a course page's "where it
+# is written decides" ("is decided by where it is written") or "a promise resolved with a value".
+STATES_DECISION_RE = re.compile(
+    r"\b(?:decisions?|decided|agreed|resolved|conclusion)\s*:"  # a line labelled as one
+    r"|\b(?:decided|agreed|concluded)\s+(?:to|that|on|upon|against)\b"
+    r"|\b(?:we|they|i|he|she|it|everyone|everybody|all|team|group|board|committee)\s+(?:[\w']+\s+){0,2}?"
+    r"(?:decided|agreed|concluded|resolved)\b"
+    r"|\bdecisions?\s+(?:is|was|were|to|on|about)\b",
+    re.I,
+)
 # Words of a period ("this week", "last month"): a question's filters, not its subject.
 PERIOD_TERMS = frozenset(
     stem(w) for w in ["week", "month", "year", "quarter", "day", "today", "yesterday", "recent", "last", "latest"]

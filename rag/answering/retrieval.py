@@ -42,7 +42,14 @@ from rag.search import (
     chunk_search,
 )
 from rag.selectors import check_query_model
-from rag.words import DECISION_RE, GENERIC_TERMS, LIST_REQUEST_TERMS, WORD_RE, asks_for_decisions, content_terms
+from rag.words import (
+    GENERIC_TERMS,
+    LIST_REQUEST_TERMS,
+    STATES_DECISION_RE,
+    WORD_RE,
+    asks_for_decisions,
+    content_terms,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -361,7 +368,7 @@ def _with_decisions(run: AskRun, search, hits: list[Hit], *, applied: SearchFilt
     if not asks_for_decisions(run.searched_query):
         return hits
     found = {h.chunk_uid: h for h in [*hits, *search(applied, "decision decisions decided agreed")]}
-    stated = [h for h in found.values() if DECISION_RE.search(h.content or "")]
+    stated = [h for h in found.values() if STATES_DECISION_RE.search(h.content or "")]
     if not stated:
         return hits
     top = max((h.score for h in hits), default=0.0)

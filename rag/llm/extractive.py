@@ -56,6 +56,7 @@ from rag.words import (
     DECISION_TERMS,
     GENERIC_TERMS,
     LIST_REQUEST_TERMS,
+    STATES_DECISION_RE,
     asks_for_decisions,
     content_terms,
     joined_as_written,
@@ -267,7 +268,7 @@ class ExtractiveLLM:
         # for "who is on call") must not lead because another source made the question relevant.
         leads = {id(c) for c in pool if self._answers(c, q_terms, question)} if prose and not narrowed else None
         # A list of decisions, some of them dated (meetings), is read newest first.
-        decisions = whole and bool(kept) and all(DECISION_RE.search(c.text) for c in kept)
+        decisions = whole and bool(kept) and all(STATES_DECISION_RE.search(c.text) for c in kept)
         dated = decisions and any(c.source.date for c in kept)
         chosen = self._choose(
             pool, pool_vecs, floor_ratio=floor_ratio, whole=whole, about=about, leads=leads,
@@ -332,7 +333,7 @@ class ExtractiveLLM:
             )
             or (c.speaker and names_speaker(question, c.speaker) and (c.matched or not _asks_beyond(q_terms, c)))
             # "What did we decide?" is answered by any line stating a decision, whatever its words.
-            or (asks_for_decisions(question) and DECISION_RE.search(c.text))
+            or (asks_for_decisions(question) and STATES_DECISION_RE.search(c.text))
         )
 
     def _choose(
@@ -542,7 +543,7 @@ def stating_decisions(candidates: list[Sentence], q_terms: set[str], about: set[
     research in Notion") is context, not a decision."""
     if not q_terms & DECISION_TERMS:
         return []
-    return [c for c in candidates if DECISION_RE.search(c.text) and (about is None or c.source.n in about)]
+    return [c for c in candidates if STATES_DECISION_RE.search(c.text) and (about is None or c.source.n in about)]
 
 
 def newest_first(chosen: list[Sentence]) -> list[Sentence]:

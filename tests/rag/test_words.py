@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.words import WORD_RE, asks_for_decisions, content_terms, joined_as_written, stem
+from rag.words import STATES_DECISION_RE, WORD_RE, asks_for_decisions, content_terms, joined_as_written, stem
 
 
 @pytest.mark.parametrize(
@@ -65,3 +65,23 @@ def test_two_words_the_documents_hyphenate_are_read_as_that_one_word():
 )
 def test_a_question_asks_for_every_decision_when_it_names_nothing_besides_the_list(question, asks):
     assert asks_for_decisions(question) is asks
+
+
+@pytest.mark.parametrize(
+    ("sentence", "states"),
+    [
+        ("Decision: pilot with five analysts, review after six weeks.", True),
+        ("We agreed to start with the 2019 to 2024 memos and a weekly sync.", True),
+        ("so we 've decided that we 'll use the mic", True),
+        ("It was decided that the remote has no LCD.", True),
+        ("The team finally agreed on a yellow case.", True),
+        ("The decision was to postpone.", True),
+        # The words used otherwise: a course page, a handbook.
+        ("Where a variable can be used is decided by where it is written, not where it is called.", False),
+        ("`.then` returns a new promise resolved with whatever its callback returns.", False),
+        ("Block references are resolved to the text they point to.", False),
+        ("That is a decision for later.", False),
+    ],
+)
+def test_a_sentence_states_a_decision_only_when_someone_decided(sentence, states):
+    assert bool(STATES_DECISION_RE.search(sentence)) is states
