@@ -7,6 +7,7 @@ text with ``WORD_RE`` and drop ``STOPWORDS``, so they agree on what a content wo
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 
 # Letters and digits of any alphabet ("Céloron", "Skłodowska" are one word each), keeping inner
@@ -121,6 +122,17 @@ STATES_DECISION_RE = re.compile(
     r"|\bdecisions?\s+(?:is|was|were|to|on|about)\b",
     re.I,
 )
+# A question asking for what is to be done ("what are the action items", "any todos", "next steps").
+ASKS_ACTIONS_RE = re.compile(r"\b(?:action[- ]items?|to-?dos?|next steps?|follow[- ]ups?)\b", re.I)
+# A sentence that gives someone a task: labelled as one ("Action: Sam sends the notes"), a first
+# person's promise ("I will hand the release checklist to Sam", "we'll send it Friday"), or a
+# decision, which minutes list beside them. Only the first person: "the browser will paint" in a
+# course page promises nothing.
+STATES_ACTION_RE = re.compile(
+    r"(?i:\b(?:action(?: items?)?|to-?dos?|next steps?|follow-ups?)\s*:)"
+    r"|\b(?:I|[Ww]e)(?:\s+will|\s*['’]ll|\s+(?:am|are)\s+going\s+to)\s+(?!be\b)[a-z]+"
+    rf"|(?i:{STATES_DECISION_RE.pattern})"
+)
 # Words of a period ("this week", "last month"): a question's filters, not its subject.
 PERIOD_TERMS = frozenset(
     stem(w) for w in ["week", "month", "year", "quarter", "day", "today", "yesterday", "recent", "last", "latest"]
@@ -129,7 +141,9 @@ PERIOD_TERMS = frozenset(
 # decisions"): they name no subject of their own.
 LIST_REQUEST_TERMS = frozenset(stem(w) for w in ["list", "made", "taken", "reached", "far", "recap", "every"])
 
-_NO_SUBJECT = DECISION_TERMS | GENERIC_TERMS | PERIOD_TERMS | LIST_REQUEST_TERMS
+# Words that ask for what is to be done: the kind of answer, no subject.
+ACTION_TERMS = frozenset(content_terms("action items todo todos to-do to-dos next steps follow-up follow-ups"))
+_NO_SUBJECT = DECISION_TERMS | GENERIC_TERMS | PERIOD_TERMS | LIST_REQUEST_TERMS | ACTION_TERMS
 
 
 @lru_cache(maxsize=512)
@@ -138,6 +152,39 @@ def asks_for_decisions(question: str) -> bool:
     "list the decisions"): every stated decision answers it."""
     terms = content_terms(question)
     return bool(terms & DECISION_TERMS) and terms <= _NO_SUBJECT
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A kind of line that a question naming no subject asks for every one of: how such a line
+    reads (``states``), and the words that find it (``search``), which the question's own words do
+    poorly ("decide" is not "Decision:" to a keyword index, nor "action items" "I will…")."""
+
+    states: re.Pattern
+    search: str
+
+
+DECISIONS = Listing(STATES_DECISION_RE, "decision decisions decided agreed")
+ACTIONS = Listing(STATES_ACTION_RE, "action item todo next step decision decided agreed")
+
+
+@lru_cache(maxsize=512)
+def asked_listing(question: str) -> Listing | None:
+    """What a question naming no subject asks every one of: the decisions ("what did we decide"),
+    the tasks ("what are the action items"), or None (a question with a subject, or another kind)."""
+    if asks_for_decisions(question):
+        return DECISIONS
+    if ASKS_ACTIONS_RE.search(question) and content_terms(question) <= _NO_SUBJECT:
+        return ACTIONS
+    return None
+
+
+def listing_of(question: str, q_terms: set[str]) -> re.Pattern | None:
+    """How a line reads that a question for every decision or task wants, with a subject or not
+    ("what did we decide with acme", "next steps for acme"); None for other questions."""
+    if q_terms & DECISION_TERMS:
+        return STATES_DECISION_RE
+    return STATES_ACTION_RE if ASKS_ACTIONS_RE.search(question) else None
 
 
 def joined_as_written(question: str, texts: list[str]) -> str:

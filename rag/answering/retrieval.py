@@ -42,14 +42,7 @@ from rag.search import (
     chunk_search,
 )
 from rag.selectors import check_query_model
-from rag.words import (
-    GENERIC_TERMS,
-    LIST_REQUEST_TERMS,
-    STATES_DECISION_RE,
-    WORD_RE,
-    asks_for_decisions,
-    content_terms,
-)
+from rag.words import ACTION_TERMS, GENERIC_TERMS, LIST_REQUEST_TERMS, WORD_RE, asked_listing, content_terms
 
 logger = logging.getLogger(__name__)
 
@@ -192,7 +185,7 @@ def retrieve(run: AskRun, llm) -> None:
         query_vector = cached_query_vector(embedder, run.searched_query[:MAX_QUERY_CHARS])
     applied, hits = _search_with_fallback(run, search, applied, guesses)
     hits = _with_mentions(run, search, hits, applied=applied, depth=depth)
-    hits = _with_decisions(run, search, hits, applied=applied, depth=depth)
+    hits = _with_listed(run, search, hits, applied=applied, depth=depth)
     hits = _apply_guesses(run, search, hits, applied=applied, with_guesses=with_guesses, guesses=guesses, depth=depth)
     if run.previous_cited and hits:
         # "who raised it?": the turn it points back to answers first.
@@ -304,7 +297,7 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
         if w.lower() in run.unknown
         and w.lower() not in known
         # "summarize", "discussion", "list", "made": the kind of answer, not its subject
-        and not content_terms(w) <= GENERIC_TERMS | LIST_REQUEST_TERMS
+        and not content_terms(w) <= GENERIC_TERMS | LIST_REQUEST_TERMS | ACTION_TERMS
         and not re.search(rf"(?<!\w){re.escape(w.lower())}", said)
     ]
     # One such word in a long question is a detail the quotes may answer in other words; in a
@@ -358,17 +351,18 @@ def _with_mentions(run: AskRun, search, hits: list[Hit], *, applied: SearchFilte
     return merged
 
 
-def _with_decisions(run: AskRun, search, hits: list[Hit], *, applied: SearchFilters, depth: int) -> list[Hit]:
-    """A question such as "what did we decide last month?" names no subject: every line stating a
-    decision under the question's filters answers it, and nothing else does (a page that mentions
-    deciding decides nothing). Its own words find such lines poorly ("decide" is not "Decision:" to
-    the keyword index, nor close to the decision itself in meaning), so the words decisions are
-    stated in are searched too. The hits that state one, scored alike so that every document
-    holding a decision stays among the sources; ``hits`` when none does."""
-    if not asks_for_decisions(run.searched_query):
+def _with_listed(run: AskRun, search, hits: list[Hit], *, applied: SearchFilters, depth: int) -> list[Hit]:
+    """A question such as "what did we decide last month?" or "what are the action items?" names no
+    subject: every line stating a decision (a task) under the question's filters answers it, and
+    nothing else does (a page that mentions deciding decides nothing). Its own words find such
+    lines poorly, so the words they are stated in are searched too. The hits that state one,
+    scored alike so that every document holding one stays among the sources; ``hits`` when none
+    does."""
+    listing = asked_listing(run.searched_query)
+    if listing is None:
         return hits
-    found = {h.chunk_uid: h for h in [*hits, *search(applied, "decision decisions decided agreed")]}
-    stated = [h for h in found.values() if STATES_DECISION_RE.search(h.content or "")]
+    found = {h.chunk_uid: h for h in [*hits, *search(applied, listing.search)]}
+    stated = [h for h in found.values() if listing.states.search(h.content or "")]
     if not stated:
         return hits
     top = max((h.score for h in hits), default=0.0)

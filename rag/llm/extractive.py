@@ -56,10 +56,10 @@ from rag.words import (
     DECISION_TERMS,
     GENERIC_TERMS,
     LIST_REQUEST_TERMS,
-    STATES_DECISION_RE,
-    asks_for_decisions,
+    asked_listing,
     content_terms,
     joined_as_written,
+    listing_of,
     stem,
 )
 
@@ -261,18 +261,18 @@ class ExtractiveLLM:
         kept = (
             said
             or spoken_lines(question, candidates)
-            or (stating_decisions(candidates, q_terms, about) if whole else [])
+            or (stating(candidates, listing_of(question, q_terms), about) if whole else [])
         )
         pool, pool_vecs = _only(kept, candidates, vecs)
         # A written answer opens with a sentence relevant on its own: closeness alone ("call stack"
         # for "who is on call") must not lead because another source made the question relevant.
         leads = {id(c) for c in pool if self._answers(c, q_terms, question)} if prose and not narrowed else None
-        # A list of decisions, some of them dated (meetings), is read newest first.
-        decisions = whole and bool(kept) and all(STATES_DECISION_RE.search(c.text) for c in kept)
-        dated = decisions and any(c.source.date for c in kept)
+        # A list of decisions (tasks), some of them dated (meetings), is read newest first.
+        listed = listing_of(question, q_terms) if whole else None
+        dated = bool(listed and kept and all(listed.search(c.text) for c in kept) and any(c.source.date for c in kept))
         chosen = self._choose(
             pool, pool_vecs, floor_ratio=floor_ratio, whole=whole, about=about, leads=leads,
-            latest=dated and asks_for_decisions(question), dated=dated,
+            latest=dated and asked_listing(question) is not None, dated=dated,
         )  # fmt: skip
         chosen = from_first_step(question, chosen, candidates, max_sentences=self.max_sentences)
         chosen = with_antecedents(chosen, candidates)
@@ -332,8 +332,9 @@ class ExtractiveLLM:
                 and (c.matched >= 2 or len(q_terms) == 1)
             )
             or (c.speaker and names_speaker(question, c.speaker) and (c.matched or not _asks_beyond(q_terms, c)))
-            # "What did we decide?" is answered by any line stating a decision, whatever its words.
-            or (asks_for_decisions(question) and STATES_DECISION_RE.search(c.text))
+            # "What did we decide?" is answered by any line stating a decision, whatever its words
+            # ("what are the action items?": any line giving a task).
+            or ((listing := asked_listing(question)) is not None and listing.states.search(c.text))
         )
 
     def _choose(
@@ -536,14 +537,14 @@ def on_subject(candidates: list[Sentence], q_terms: set[str]) -> set[int] | None
     return about or None
 
 
-def stating_decisions(candidates: list[Sentence], q_terms: set[str], about: set[int] | None) -> list[Sentence]:
-    """For a question asking what was decided ("what did we decide last month", "list the
-    decisions"): the sentences of the sources on its subject (``about``, None: any) that state a
-    decision ("Decision: …", "We agreed to …"). The rest of the same meeting ("Northwind keeps its
-    research in Notion") is context, not a decision."""
-    if not q_terms & DECISION_TERMS:
+def stating(candidates: list[Sentence], states: re.Pattern | None, about: set[int] | None) -> list[Sentence]:
+    """For a question asking what was decided or is to be done ("what did we decide last month",
+    "what are the action items"): the sentences of the sources on its subject (``about``, None:
+    any) that read as ``states`` ("Decision: …", "We agreed to …", "I will send …"). The rest of
+    the same meeting ("Northwind keeps its research in Notion") is context. None: no such question."""
+    if states is None:
         return []
-    return [c for c in candidates if STATES_DECISION_RE.search(c.text) and (about is None or c.source.n in about)]
+    return [c for c in candidates if states.search(c.text) and (about is None or c.source.n in about)]
 
 
 def newest_first(chosen: list[Sentence]) -> list[Sentence]:

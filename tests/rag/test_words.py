@@ -5,7 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from rag.words import STATES_DECISION_RE, WORD_RE, asks_for_decisions, content_terms, joined_as_written, stem
+from rag.words import (
+    ACTIONS,
+    DECISIONS,
+    STATES_ACTION_RE,
+    STATES_DECISION_RE,
+    WORD_RE,
+    asked_listing,
+    asks_for_decisions,
+    content_terms,
+    joined_as_written,
+    stem,
+)
 
 
 @pytest.mark.parametrize(
@@ -85,3 +96,34 @@ def test_a_question_asks_for_every_decision_when_it_names_nothing_besides_the_li
 )
 def test_a_sentence_states_a_decision_only_when_someone_decided(sentence, states):
     assert bool(STATES_DECISION_RE.search(sentence)) is states
+
+
+@pytest.mark.parametrize(
+    ("question", "listing"),
+    [
+        ("what are the action items", ACTIONS),
+        ("list the action items from last week", ACTIONS),
+        ("any todos", ACTIONS),
+        ("what did we decide", DECISIONS),
+        ("next steps for acme", None),  # a subject: the steps on it, not every step
+        ("what are the steps to create a macro", None),  # a procedure, not tasks
+    ],
+)
+def test_what_a_question_naming_no_subject_lists(question, listing):
+    assert asked_listing(question) is listing
+
+
+@pytest.mark.parametrize(
+    ("sentence", "gives"),
+    [
+        ("I will hand the release checklist to Sam.", True),
+        ("We'll send the proposal on Friday.", True),
+        ("Action: Sam sends the notes.", True),
+        ("Decision: move the Logseq sync to every fifteen minutes.", True),
+        ("The browser will paint between the slices.", False),  # a course page promises nothing
+        ("React will re-render the component.", False),
+        ("I will be there.", False),
+    ],
+)
+def test_a_sentence_gives_a_task_when_someone_takes_it_on(sentence, gives):
+    assert bool(STATES_ACTION_RE.search(sentence)) is gives

@@ -291,6 +291,18 @@ def test_what_we_decided_reads_newest_first(demo):
     assert acme["citations"][0]["title"] == "Acme Capital pilot review", acme["answer"]
 
 
+@pytest.mark.parametrize("question", ["what are the action items", "what are the next steps", "any todos"])
+def test_action_items_are_what_someone_took_on_newest_first(demo, question):
+    from ingestion.demo import load_demo_content
+
+    load_demo_content()  # the course's pages on long tasks and timers are no one's tasks
+    body = ask(demo["member"], question)
+    lines = _quoted_lines(body["answer"])
+    assert "I will hand the release checklist to Sam" in lines[0], body["answer"]
+    assert all("will hand" in line or any(d in line for d in _DECISION_LINES) for line in lines), body["answer"]
+    assert "Nothing you can see mentions" not in body["answer"], body["answer"]
+
+
 @pytest.mark.parametrize("question", ["list the decisions", "what decisions were made so far"])
 def test_asking_for_the_list_of_decisions_is_not_a_subject(demo, question):
     body = ask(demo["member"], question)
