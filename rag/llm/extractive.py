@@ -29,6 +29,7 @@ from rag.llm.candidates import (
 )
 from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, ContextSource, parse_stated, parse_user_prompt
 from rag.llm.counts import counted_thing, counts_thing
+from rag.llm.listing import newest_first, on_subject, says_kind, stating, wants_all
 from rag.llm.prose import (
     asks_how_often,
     dated_lead,
@@ -51,17 +52,7 @@ from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitation
     says_something,
     spoken_lines,
 )
-from rag.words import (
-    DECISION_RE,
-    DECISION_TERMS,
-    GENERIC_TERMS,
-    LIST_REQUEST_TERMS,
-    asked_listing,
-    content_terms,
-    joined_as_written,
-    listing_of,
-    stem,
-)
+from rag.words import GENERIC_TERMS, asked_listing, content_terms, joined_as_written, listing_of
 
 logger = logging.getLogger(__name__)
 
@@ -372,7 +363,7 @@ class ExtractiveLLM:
                 # Once a document answers, its neighbouring sentences read better than a hop to
                 # another document that merely shares words.
                 focus = self.focus_bonus if chosen and c.source.n == chosen[0].source.n else 0.0
-                if whole and _says_kind(c.text):  # another decision is worth the hop
+                if whole and says_kind(c.text):  # another decision is worth the hop
                     focus = 2 * self.focus_bonus
                 return self.mmr_lambda * (c.score + focus) - (1 - self.mmr_lambda) * redundancy
 
@@ -518,50 +509,6 @@ def with_antecedents(chosen: list[Sentence], candidates: list[Sentence]) -> list
     return out
 
 
-# Questions whose answer is a list the sources spread out: every decision, every step.
-_LIST_TERMS = DECISION_TERMS | frozenset(stem(w) for w in ["step", "action", "todo"])
-_LIST_WORD_RE = re.compile(rf"{DECISION_RE.pattern}|\b(?:decide|agree|step|action item)s?\b", re.I)
-
-
-def on_subject(candidates: list[Sentence], q_terms: set[str]) -> set[int] | None:
-    """The sources (numbers) that name what a "what did we decide with X?" question is about; None
-    when the question names nothing besides the kind of thing it asks for (every source is)."""
-    subject = q_terms - _LIST_TERMS - GENERIC_TERMS - LIST_REQUEST_TERMS
-    if not subject:
-        return None
-    about = {
-        src.n
-        for src in {c.source.n: c.source for c in candidates}.values()
-        if subject & content_terms(f"{src.title} {src.text}")
-    }
-    return about or None
-
-
-def stating(candidates: list[Sentence], states: re.Pattern | None, about: set[int] | None) -> list[Sentence]:
-    """For a question asking what was decided or is to be done ("what did we decide last month",
-    "what are the action items"): the sentences of the sources on its subject (``about``, None:
-    any) that read as ``states`` ("Decision: …", "We agreed to …", "I will send …"). The rest of
-    the same meeting ("Northwind keeps its research in Notion") is context. None: no such question."""
-    if states is None:
-        return []
-    return [c for c in candidates if states.search(c.text) and (about is None or c.source.n in about)]
-
-
-def newest_first(chosen: list[Sentence]) -> list[Sentence]:
-    """Decisions read newest first ("what did we decide?" wants the latest one before a summer's):
-    the sources by date, each source's sentences in document order, undated sources last.
-    Unchanged when none is dated (nothing to order by)."""
-    if not any(c.source.date for c in chosen):
-        return chosen
-    in_reading_order = sorted(chosen, key=lambda c: (c.source.n, c.position))
-    return sorted(in_reading_order, key=lambda c: c.source.date, reverse=True)  # ISO dates: stable sort
-
-
-def wants_all(q_terms: set[str]) -> bool:
-    """A short question asking for a kind of thing ("what did we decide with Acme?"), not one fact."""
-    return bool(q_terms & _LIST_TERMS) and len(q_terms - _LIST_TERMS - GENERIC_TERMS) <= 2
-
-
 def _asks_beyond(q_terms: set[str], line: Sentence) -> bool:
     """The question names something besides the line's speaker and what they said, decided or
     thought ("what did Maya say about the budget?", not "what did Maya say?")."""
@@ -586,10 +533,6 @@ def _only(kept: list[Sentence], candidates: list[Sentence], vecs: list[list[floa
     ids = {id(c) for c in kept}
     pairs = [(c, v) for c, v in zip(candidates, vecs, strict=True) if id(c) in ids]
     return [c for c, _ in pairs], [v for _, v in pairs]
-
-
-def _says_kind(text: str) -> bool:
-    return bool(_LIST_WORD_RE.search(text))
 
 
 def _without_stated(question: str, stated: list[str] | None) -> tuple[str, bool]:

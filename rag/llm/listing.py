@@ -1,0 +1,62 @@
+"""Answers that are a list the sources spread out: every decision, every task, every step.
+
+"What did we decide with Acme?" is answered by each decision on Acme, often one a meeting, not by
+the one sentence closest to the question; "what are the action items?" by every line that gives
+someone a task. Which sources are on the question's subject, which of their lines state the kind
+of thing asked for, and the order the list reads in.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag.llm.candidates import Sentence
+from rag.words import DECISION_RE, DECISION_TERMS, GENERIC_TERMS, LIST_REQUEST_TERMS, content_terms, stem
+
+# Questions whose answer is a list the sources spread out: every decision, every step.
+LIST_TERMS = DECISION_TERMS | frozenset(stem(w) for w in ["step", "action", "todo"])
+_LIST_WORD_RE = re.compile(rf"{DECISION_RE.pattern}|\b(?:decide|agree|step|action item)s?\b", re.I)
+
+
+def on_subject(candidates: list[Sentence], q_terms: set[str]) -> set[int] | None:
+    """The sources (numbers) that name what a "what did we decide with X?" question is about; None
+    when the question names nothing besides the kind of thing it asks for (every source is)."""
+    subject = q_terms - LIST_TERMS - GENERIC_TERMS - LIST_REQUEST_TERMS
+    if not subject:
+        return None
+    about = {
+        src.n
+        for src in {c.source.n: c.source for c in candidates}.values()
+        if subject & content_terms(f"{src.title} {src.text}")
+    }
+    return about or None
+
+
+def stating(candidates: list[Sentence], states: re.Pattern | None, about: set[int] | None) -> list[Sentence]:
+    """For a question asking what was decided or is to be done ("what did we decide last month",
+    "what are the action items"): the sentences of the sources on its subject (``about``, None:
+    any) that read as ``states`` ("Decision: …", "We agreed to …", "I will send …"). The rest of
+    the same meeting ("Northwind keeps its research in Notion") is context. None: no such question."""
+    if states is None:
+        return []
+    return [c for c in candidates if states.search(c.text) and (about is None or c.source.n in about)]
+
+
+def newest_first(chosen: list[Sentence]) -> list[Sentence]:
+    """Decisions read newest first ("what did we decide?" wants the latest one before a summer's):
+    the sources by date, each source's sentences in document order, undated sources last.
+    Unchanged when none is dated (nothing to order by)."""
+    if not any(c.source.date for c in chosen):
+        return chosen
+    in_reading_order = sorted(chosen, key=lambda c: (c.source.n, c.position))
+    return sorted(in_reading_order, key=lambda c: c.source.date, reverse=True)  # ISO dates: stable sort
+
+
+def wants_all(q_terms: set[str]) -> bool:
+    """A short question asking for a kind of thing ("what did we decide with Acme?"), not one fact."""
+    return bool(q_terms & LIST_TERMS) and len(q_terms - LIST_TERMS - GENERIC_TERMS) <= 2
+
+
+def says_kind(text: str) -> bool:
+    """The sentence names a decision or a step in any words: worth a hop to another document."""
+    return bool(_LIST_WORD_RE.search(text))
