@@ -112,8 +112,8 @@ GENERIC_TERMS = frozenset(
 DECISION_TERMS = frozenset(stem(w) for w in ["decide", "decision", "agree", "conclude", "resolve", "outcome"])
 DECISION_RE = re.compile(r"\b(?:decisions?|decided|agreed|concluded|resolved)\b", re.I)  # the words, in any use
 # A sentence that states a decision ("Decision: pilot with five analysts", "We agreed to start with
-# …", "so we've decided that …"), not one that uses the words otherwise: a course page's "where it
-# is written decides" ("is decided by where it is written") or "a promise resolved with a value".
+# …", "so we've decided that …"), not one that uses the words otherwise, as course pages do ("is
+# decided by where it is written", "a promise resolved with a value").
 STATES_DECISION_RE = re.compile(
     r"\b(?:decisions?|decided|agreed|resolved|conclusion)\s*:"  # a line labelled as one
     r"|\b(?:decided|agreed|concluded)\s+(?:to|that|on|upon|against)\b"

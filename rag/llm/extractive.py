@@ -336,8 +336,8 @@ class ExtractiveLLM:
 
         After the first, a sentence must reach ``floor_ratio`` of its relevance (or be among the
         first two and relevant on its own). With ``latest`` every candidate answers alike (each
-        states a decision, and the question names no subject): the newest are taken first, as
-        many as the answer holds. With ``dated`` (decisions) the answer reads newest first."""
+        states a decision or a task, and the question names no subject): the newest are taken
+        first, as many as the answer holds. With ``dated`` (a list of them) it reads newest first."""
         vec_of = {id(c): v for c, v in zip(candidates, vecs, strict=True)}
         # A spoken line that says nothing ("Guess you could, yeah.", "How can I say this.") is not
         # quoted, however well it scores as the reply to a question that does.
