@@ -288,8 +288,13 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
 
     A word the answer or its sources' titles and agenda items say is mentioned ("Summarize the
     discussion on detecting linguistic features" names an agenda item, not a sentence)."""
-    # A person's name, or a slip the search corrected, is held by the documents as they write it.
-    known = _people_words(run) | {w.lower() for typed in run.corrections for w in WORD_RE.findall(typed)}
+    # A person's name, or a slip the search corrected, is held by the documents as they write it;
+    # a period ("in september") is their dates, which the chip shows, not their words.
+    known = (
+        _people_words(run)
+        | {w.lower() for typed in run.corrections for w in WORD_RE.findall(typed)}
+        | {w.lower() for chip in run.chips if chip.field == "date" for w in WORD_RE.findall(chip.phrase)}
+    )
     said = " ".join([answer, *(f"{d.best.title} {d.agenda}" for d in run.docs)]).lower()
     words = [
         w

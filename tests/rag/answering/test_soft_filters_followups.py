@@ -310,6 +310,13 @@ def test_asking_for_the_list_of_decisions_is_not_a_subject(demo, question):
     assert len(lines) == 4 and all(any(d in line for d in _DECISION_LINES) for line in lines), body["answer"]
 
 
+def test_a_month_read_as_dates_is_no_word_the_sources_miss(demo):
+    body = ask(demo["member"], "what did we decide in september")
+    assert "add recency as a ranking feature" in body["answer"], body["answer"]
+    assert chip(body, "date")["effect"] == "filter"
+    assert "Nothing you can see mentions" not in body["answer"], body["answer"]
+
+
 def test_what_we_decided_last_month_is_its_decision_not_the_rest_of_the_meeting(demo):
     for question in ("what did we decide last month", "list the decisions from last month"):
         body = ask(demo["member"], question)
