@@ -146,14 +146,6 @@ ACTION_TERMS = frozenset(content_terms("action items todo todos to-do to-dos nex
 _NO_SUBJECT = DECISION_TERMS | GENERIC_TERMS | PERIOD_TERMS | LIST_REQUEST_TERMS | ACTION_TERMS
 
 
-@lru_cache(maxsize=512)
-def asks_for_decisions(question: str) -> bool:
-    """The question asks what was decided and names no subject ("what did we decide last month",
-    "list the decisions"): every stated decision answers it."""
-    terms = content_terms(question)
-    return bool(terms & DECISION_TERMS) and terms <= _NO_SUBJECT
-
-
 @dataclass(frozen=True)
 class Listing:
     """A kind of line that a question naming no subject asks for every one of: how such a line
@@ -168,23 +160,27 @@ DECISIONS = Listing(STATES_DECISION_RE, "decision decisions decided agreed")
 ACTIONS = Listing(STATES_ACTION_RE, "action item todo next step decision decided agreed")
 
 
+def listing_of(question: str, q_terms: set[str]) -> Listing | None:
+    """What a question asks every one of, with a subject or not ("what did we decide with acme",
+    "next steps for acme"): the decisions, the tasks, or None for other questions."""
+    if q_terms & DECISION_TERMS:
+        return DECISIONS
+    return ACTIONS if ASKS_ACTIONS_RE.search(question) else None
+
+
 @lru_cache(maxsize=512)
 def asked_listing(question: str) -> Listing | None:
-    """What a question naming no subject asks every one of: the decisions ("what did we decide"),
-    the tasks ("what are the action items"), or None (a question with a subject, or another kind)."""
-    if asks_for_decisions(question):
-        return DECISIONS
-    if ASKS_ACTIONS_RE.search(question) and content_terms(question) <= _NO_SUBJECT:
-        return ACTIONS
-    return None
+    """``listing_of`` a question that names no subject ("what did we decide", "what are the action
+    items", "list the decisions from last month"): then every such line answers it. None when the
+    question names a subject or asks for no list."""
+    terms = content_terms(question)
+    return listing_of(question, terms) if terms <= _NO_SUBJECT else None
 
 
-def listing_of(question: str, q_terms: set[str]) -> re.Pattern | None:
-    """How a line reads that a question for every decision or task wants, with a subject or not
-    ("what did we decide with acme", "next steps for acme"); None for other questions."""
-    if q_terms & DECISION_TERMS:
-        return STATES_DECISION_RE
-    return STATES_ACTION_RE if ASKS_ACTIONS_RE.search(question) else None
+def asks_for_decisions(question: str) -> bool:
+    """The question asks what was decided and names no subject ("what did we decide last month",
+    "list the decisions"): every stated decision answers it."""
+    return asked_listing(question) is DECISIONS
 
 
 def joined_as_written(question: str, texts: list[str]) -> str:

@@ -248,19 +248,17 @@ class ExtractiveLLM:
         # "What did Sam say about Notion?" is answered by Sam's lines on it, however well a
         # handbook page on Notion ranks: that page is no one's words.
         said = lines_said_by(question, q_terms, candidates)
+        listed = listing_of(question, q_terms) if whole else None  # every decision (task) asked for
         about = _quotable_sources(question, sources, candidates, q_terms, whole=whole and not said)
-        kept = (
-            said
-            or spoken_lines(question, candidates)
-            or (stating(candidates, listing_of(question, q_terms), about) if whole else [])
-        )
+        kept = said or spoken_lines(question, candidates) or stating(candidates, listed, about)
         pool, pool_vecs = _only(kept, candidates, vecs)
         # A written answer opens with a sentence relevant on its own: closeness alone ("call stack"
         # for "who is on call") must not lead because another source made the question relevant.
         leads = {id(c) for c in pool if self._answers(c, q_terms, question)} if prose and not narrowed else None
         # A list of decisions (tasks), some of them dated (meetings), is read newest first.
-        listed = listing_of(question, q_terms) if whole else None
-        dated = bool(listed and kept and all(listed.search(c.text) for c in kept) and any(c.source.date for c in kept))
+        dated = bool(
+            listed and kept and all(listed.states.search(c.text) for c in kept) and any(c.source.date for c in kept)
+        )
         chosen = self._choose(
             pool, pool_vecs, floor_ratio=floor_ratio, whole=whole, about=about, leads=leads,
             latest=dated and asked_listing(question) is not None, dated=dated,

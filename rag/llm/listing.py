@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from rag.llm.candidates import Sentence
-from rag.words import DECISION_RE, DECISION_TERMS, GENERIC_TERMS, LIST_REQUEST_TERMS, content_terms, stem
+from rag.words import DECISION_RE, DECISION_TERMS, GENERIC_TERMS, LIST_REQUEST_TERMS, Listing, content_terms, stem
 
 # Questions whose answer is a list the sources spread out: every decision, every step.
 LIST_TERMS = DECISION_TERMS | frozenset(stem(w) for w in ["step", "action", "todo"])
@@ -32,14 +32,14 @@ def on_subject(candidates: list[Sentence], q_terms: set[str]) -> set[int] | None
     return about or None
 
 
-def stating(candidates: list[Sentence], states: re.Pattern | None, about: set[int] | None) -> list[Sentence]:
+def stating(candidates: list[Sentence], listed: Listing | None, about: set[int] | None) -> list[Sentence]:
     """For a question asking what was decided or is to be done ("what did we decide last month",
     "what are the action items"): the sentences of the sources on its subject (``about``, None:
-    any) that read as ``states`` ("Decision: …", "We agreed to …", "I will send …"). The rest of
-    the same meeting ("Northwind keeps its research in Notion") is context. None: no such question."""
-    if states is None:
+    any) that state one ("Decision: …", "We agreed to …", "I will send …"). The rest of the same
+    meeting ("Northwind keeps its research in Notion") is context. None: no such question."""
+    if listed is None:
         return []
-    return [c for c in candidates if states.search(c.text) and (about is None or c.source.n in about)]
+    return [c for c in candidates if listed.states.search(c.text) and (about is None or c.source.n in about)]
 
 
 def newest_first(chosen: list[Sentence]) -> list[Sentence]:
