@@ -51,6 +51,7 @@ from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitation
     quote,
     says_something,
     spoken_lines,
+    unvoiced_lead,
 )
 from rag.words import GENERIC_TERMS, asked_listing, content_terms, joined_as_written, listing_of
 
@@ -250,7 +251,7 @@ class ExtractiveLLM:
         said = lines_said_by(question, q_terms, candidates)
         listed = listing_of(question, q_terms) if whole else None  # every decision (task) asked for
         about = _quotable_sources(question, sources, candidates, q_terms, whole=whole and not said)
-        kept = said or spoken_lines(question, candidates) or stating(candidates, listed, about)
+        kept = said or spoken_lines(question, candidates) or stating(candidates, listed, about, q_terms)
         pool, pool_vecs = _only(kept, candidates, vecs)
         # A written answer opens with a sentence relevant on its own: closeness alone ("call stack"
         # for "who is on call") must not lead because another source made the question relevant.
@@ -440,6 +441,8 @@ class ExtractiveLLM:
         spoken = bool(chosen[0].speaker)
         if when := dated_lead(question, [c.text for c in chosen], sources, spoken=spoken):
             yield when + "\n\n"  # a meeting's lines seldom say its date: its metadata does
+        if unvoiced := unvoiced_lead(question, content_terms(question), chosen, sources):
+            yield unvoiced + "\n\n"  # Sam speaks in these meetings, but decided nothing quoted here
         if lead.agenda:
             # The quotes come from the part of the meeting the question names: say which, so the
             # reader knows what the speakers are talking about before reading them.

@@ -20,26 +20,42 @@ _LIST_WORD_RE = re.compile(rf"{DECISION_RE.pattern}|\b(?:decide|agree|step|actio
 
 def on_subject(candidates: list[Sentence], q_terms: set[str]) -> set[int] | None:
     """The sources (numbers) that name what a "what did we decide with X?" question is about; None
-    when the question names nothing besides the kind of thing it asks for (every source is)."""
+    when the question names nothing besides the kind of thing it asks for (every source is).
+
+    Those naming the most of its subject: "what was decided at the acme kickoff" is the kickoff's
+    decisions, not the pilot review's, though both meetings name Acme."""
     subject = q_terms - LIST_TERMS - GENERIC_TERMS - LIST_REQUEST_TERMS
     if not subject:
         return None
-    about = {
-        src.n
+    named = {
+        src.n: len(subject & content_terms(f"{src.title} {src.text}"))
         for src in {c.source.n: c.source for c in candidates}.values()
-        if subject & content_terms(f"{src.title} {src.text}")
     }
-    return about or None
+    most = max(named.values(), default=0)
+    return {n for n, k in named.items() if k == most} if most else None
 
 
-def stating(candidates: list[Sentence], listed: Listing | None, about: set[int] | None) -> list[Sentence]:
+def stating(
+    candidates: list[Sentence], listed: Listing | None, about: set[int] | None, q_terms: set[str] = frozenset()
+) -> list[Sentence]:
     """For a question asking what was decided or is to be done ("what did we decide last month",
     "what are the action items"): the sentences of the sources on its subject (``about``, None:
     any) that state one ("Decision: …", "We agreed to …", "I will send …"). The rest of the same
-    meeting ("Northwind keeps its research in Notion") is context. None: no such question."""
+    meeting ("Northwind keeps its research in Notion") is context. None: no such question.
+
+    A subject that is a speaker ("what are leo's action items") keeps the lines that person says
+    or that name them ("I will hand the release checklist to Sam" is about Sam's work too): Maya's
+    "We agreed to revisit…" in Leo's 1:1 is not his task."""
     if listed is None:
         return []
-    return [c for c in candidates if listed.states.search(c.text) and (about is None or c.source.n in about)]
+    lines = [c for c in candidates if listed.states.search(c.text) and (about is None or c.source.n in about)]
+    subject = q_terms - LIST_TERMS - GENERIC_TERMS - LIST_REQUEST_TERMS
+    people = {c.speaker for c in candidates if c.speaker and subject & content_terms(c.speaker)}
+    if not people:
+        return lines
+    words = "|".join(re.escape(w) for person in people for w in person.split() if w[:1].isupper() and len(w) > 1)
+    names = re.compile(rf"\b(?:{words})\b")
+    return [c for c in lines if c.speaker in people or names.search(c.text)]
 
 
 def newest_first(chosen: list[Sentence]) -> list[Sentence]:

@@ -198,6 +198,39 @@ def lines_said_by(question: str, q_terms: set[str], candidates: list[Sentence]) 
     return [c for c in said if c.source.n == first]
 
 
+# What a line records of each act, for saying that none of the quoted lines is the person's.
+_ACT_RECORD = {
+    stem("decide"): "a decision", stem("agree"): "a decision", stem("conclude"): "a decision",
+    stem("propose"): "a proposal", stem("suggest"): "a proposal", stem("recommend"): "a recommendation",
+    stem("ask"): "a request", stem("promise"): "a promise", stem("complain"): "a complaint",
+}  # fmt: skip
+
+
+def unvoiced_lead(question: str, q_terms: set[str], chosen: list[Sentence], sources) -> str:
+    """The line opening an answer to a question that asks only for what a person did ("what did
+    sam decide") when that person speaks in the sources but no quoted line is theirs: the quotes
+    are the closest the sources come (the decisions of the meetings Sam was in), not Sam's own.
+    Empty otherwise."""
+    subjects = _speaking_subjects(question)
+    acts = [t for t in q_terms if t in _ACT_RECORD]
+    if not subjects or not acts or not chosen or any(_voice(c, subjects) for c in chosen):
+        return ""
+    person = next(
+        (
+            turn[1]
+            for source in sources
+            for line in source.text.splitlines()
+            if (turn := speaker_turn(line)) and _named_as_subject(turn[1], subjects)
+        ),
+        "",
+    )
+    # Only a question asking for the act alone: "what did the professor decide about X" with
+    # nothing of theirs on X is answered by what the meeting said on X, without this line.
+    if not person or q_terms - GENERIC_TERMS - content_terms(person) - set(acts):
+        return ""
+    return f"Nothing you can see records {_ACT_RECORD[acts[0]]} by {person}; the closest your sources come:"
+
+
 def spoken_lines(question: str, candidates: list[Sentence]) -> list[Sentence]:
     """The spoken lines among ``candidates`` when the question asks what a person said or did and
     that person speaks, or is reported, in them ("what did leo promise"): a written page is no
