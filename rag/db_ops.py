@@ -1,4 +1,5 @@
-"""Migration operations that need more care than Django's built-ins."""
+"""Migration operations that need more care than Django's built-ins, and the index SQL they share
+with the code that rebuilds those indexes."""
 
 from __future__ import annotations
 
