@@ -406,6 +406,9 @@ KNOWHUB_VECTOR_EXACT_ROWS = env.int("KNOWHUB_VECTOR_EXACT_ROWS", default=20000)
 # beyond: recall@10 0.96 at 100k with 40; at 1M 0.86 with 40, 0.947 with 200, 0.963 with 250,
 # 200 SciFact claims); a number fixes it.
 KNOWHUB_HNSW_EF_SEARCH = env.int("KNOWHUB_HNSW_EF_SEARCH", default=0)
+# The vector index searches walk: "hnsw" (pgvector's, what the migrations build) or "diskann"
+# (pgvectorscale's StreamingDiskANN, where an operator has built chunk_embedding_diskann instead).
+KNOWHUB_VECTOR_INDEX = env.str("KNOWHUB_VECTOR_INDEX", default="hnsw")
 # A hybrid search runs its vector half on a second connection while the keyword half runs on the
 # request's own (rag.side_search): about the longer of the two instead of their sum.
 KNOWHUB_SEARCH_PARALLEL = env.bool("KNOWHUB_SEARCH_PARALLEL", default=True)

@@ -31,7 +31,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
-from rag import term_stats, text_query, text_search
+from rag import db_ops, term_stats, text_query, text_search
 from rag.acl import Scope, user_hash
 from rag.models import Project
 
@@ -44,16 +44,16 @@ DOMAINS = [f"topic-{i:02d}" for i in range(20)]
 SELECTIVE_DOMAIN = "rare"  # ~1 % of chunks: the selective filter
 HNSW_REBUILD_ABOVE = 20_000
 # The vector index a bench corpus is searched with: pgvector's HNSW (what migrations create) or
-# pgvectorscale's StreamingDiskANN (the embedded server and the image ship the extension).
+# pgvectorscale's StreamingDiskANN (the embedded server and the image ship the extension); each
+# with its CREATE INDEX for the column's dimensions.
 VECTOR_INDEXES = {
-    "hnsw": (
-        "chunk_embedding_hnsw",
-        "CREATE INDEX IF NOT EXISTS chunk_embedding_hnsw ON rag_chunk "
-        "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)",
-    ),
+    "hnsw": ("chunk_embedding_hnsw", lambda dims: db_ops.hnsw_index_sql("chunk_embedding_hnsw", "embedding", dims)),
     "diskann": (
         "chunk_embedding_diskann",
-        "CREATE INDEX IF NOT EXISTS chunk_embedding_diskann ON rag_chunk USING diskann (embedding vector_cosine_ops)",
+        lambda dims: (
+            "CREATE INDEX IF NOT EXISTS chunk_embedding_diskann ON rag_chunk "
+            "USING diskann (embedding vector_cosine_ops)"
+        ),
     ),
 }
 COPY_BATCH = 10_000  # rows a loader sends in one COPY (and one transaction)
@@ -209,7 +209,7 @@ def use_vector_index(kind: str, *, memory: str = "2GB", workers: int | None = No
         t0 = time.perf_counter()
         cursor.execute(f"SET maintenance_work_mem = '{memory}'")
         cursor.execute(f"SET max_parallel_maintenance_workers = {int(workers or build_workers())}")
-        cursor.execute(create)
+        cursor.execute(create(db_ops.column_dims(cursor)))
         cursor.execute("RESET maintenance_work_mem")
         cursor.execute("RESET max_parallel_maintenance_workers")
         return time.perf_counter() - t0

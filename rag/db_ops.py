@@ -1,4 +1,5 @@
-"""Migration operations that need more care than Django's built-ins."""
+"""Migration operations that need more care than Django's built-ins, and the index SQL they share
+with the code that rebuilds those indexes."""
 
 from __future__ import annotations
 
@@ -69,3 +70,22 @@ class RequirePgvector(migrations.operations.base.Operation):
 
     def describe(self):
         return "Require and create the pgvector extension"
+
+
+def hnsw_index_sql(name: str, column: str, dims: int, *, table: str = "rag_chunk") -> str:
+    """CREATE INDEX for a chunk vector column's HNSW graph, the one shape the migrations, a re-embed
+    and the benchmark build: the vectors at half precision (half the memory a build walks, the
+    same neighbours found), cosine distance, pgvector's default graph width."""
+    return (
+        f"CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw "
+        f"(({column}::halfvec({int(dims)})) halfvec_cosine_ops) WITH (m = 16, ef_construction = 64)"
+    )
+
+
+def column_dims(cursor, column: str = "embedding", *, table: str = "rag_chunk") -> int:
+    """The dimensions a vector column holds now (a re-embed can change them)."""
+    cursor.execute(
+        "SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s AND NOT attisdropped",
+        [table, column],
+    )
+    return cursor.fetchone()[0]

@@ -216,15 +216,22 @@ HIT_COLUMNS = (
 )
 
 
-def _vector_sql(where: str, *, exact: bool) -> str:
+def _vector_sql(where: str, *, exact: bool, dims: int) -> str:
     """The vector half: (id, vec_rank) of the ``n`` nearest rows the WHERE keeps, nearest first.
 
-    Expected plan: an Index Scan using chunk_embedding_hnsw (iterative when filtered); with
-    ``exact`` (a filter keeping few rows) the filter's own indexes find the rows and every
-    distance is computed (``+ 0`` keeps the planner off the HNSW order). Ranks come from the
-    distances themselves (an iterative scan returns them in relaxed order), ties by id."""
+    Expected plan: an Index Scan using chunk_embedding_hnsw (iterative when filtered), whose
+    graph holds the vectors at half precision, so the walk orders by the half-precision distance
+    the index is built on; with ``exact`` (a filter keeping few rows) the filter's own indexes
+    find the rows and every distance is computed (``+ 0`` keeps the planner off the vector
+    index). Ranks come from the full-precision distances (an iterative scan returns rows in
+    relaxed order anyway), ties by id."""
     distance = "c.embedding <=> %(qvec)s::vector"
-    order = f"({distance}) + 0, c.id" if exact else distance
+    if exact:
+        order = f"({distance}) + 0, c.id"
+    elif settings.KNOWHUB_VECTOR_INDEX == "diskann":
+        order = distance  # pgvectorscale's index holds the full-precision column
+    else:
+        order = f"c.embedding::halfvec({int(dims)}) <=> %(qvec)s::halfvec({int(dims)})"
     return f"""
         SELECT id, row_number() OVER (ORDER BY dist, id) AS vec_rank
         FROM (SELECT c.id, {distance} AS dist FROM rag_chunk c WHERE {where} ORDER BY {order} LIMIT %(n)s) c
@@ -233,7 +240,13 @@ def _vector_sql(where: str, *, exact: bool) -> str:
 
 
 def _candidate_sql(
-    where: str, mode: str, backend: text_search.TextBackend | None, *, exact: bool = False, vec_given: bool = False
+    where: str,
+    mode: str,
+    backend: text_search.TextBackend | None,
+    *,
+    exact: bool = False,
+    vec_given: bool = False,
+    dims: int = 0,
 ) -> str:
     """SQL returning (columns…, vec_score, txt_raw, vec_rank, txt_rank) for the candidate union.
 
@@ -256,7 +269,7 @@ def _candidate_sql(
             "vec AS (SELECT v.id, v.vec_rank FROM unnest(%(vec_ids)s::bigint[]) WITH ORDINALITY AS v(id, vec_rank))"
         )
     elif use_vec:
-        parts.append(f"vec AS ({_vector_sql(where, exact=exact)})")
+        parts.append(f"vec AS ({_vector_sql(where, exact=exact, dims=dims)})")
     union = "SELECT id FROM vec UNION SELECT id FROM txt" if use_vec else "SELECT id FROM txt"
     return f"""
         WITH {", ".join(parts)},
@@ -388,14 +401,15 @@ def chunk_search(
     # Both halves at once when both run: the vector half on a side connection (see side_search).
     conn, vec_conn = _search_connections(mode, backend)
     beside = mode in ("hybrid", "rrf") and query_vector is not None and side_search.usable(conn)
+    dims = len(query_vector) if query_vector is not None else 0  # the index's, or the query fails as a mismatch
     with transaction.atomic(using=conn.alias), conn.cursor() as cursor:
         named.update(qvec=str(list(query_vector)) if query_vector is not None else None, n=n)
         exact, ef_search = vector_plan(cursor, where, named, n) if mode != "fulltext" else (False, 0)
         # One round trip for both (no parameters: psycopg sends it as one simple query).
         hnsw_sql = f"SET LOCAL hnsw.ef_search = {ef_search}; SET LOCAL hnsw.iterative_scan = relaxed_order"
         vec_future = (
-            side_search.submit(_vector_sql(where, exact=exact), dict(named), settings_sql=hnsw_sql if ef_search else "",
-                               conn=vec_conn)
+            side_search.submit(_vector_sql(where, exact=exact, dims=dims), dict(named),
+                               settings_sql=hnsw_sql if ef_search else "", conn=vec_conn)
             if beside else None
         )  # fmt: skip
         tq = backend.prepare(cursor, query=query, filters=filters, scope=scope) if mode != "vector" else None
@@ -408,7 +422,9 @@ def chunk_search(
             named["vec_ids"] = vec_ids
         elif ef_search:
             cursor.execute(hnsw_sql)
-        sql = _candidate_sql(where, mode, backend if has_text else None, exact=exact, vec_given=vec_ids is not None)
+        sql = _candidate_sql(
+            where, mode, backend if has_text else None, exact=exact, vec_given=vec_ids is not None, dims=dims
+        )
         try:
             cursor.execute(sql, named)
         except DataError as exc:

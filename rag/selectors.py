@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import connection
 
 from rag.acl import Scope
+from rag.db_ops import column_dims
 from rag.models import Chunk
 
 
@@ -51,10 +52,7 @@ def pgvector_version() -> str | None:
 def embedding_column_dims() -> int:
     """The dimension the index's vector column holds now (``reembed`` can change it)."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'rag_chunk'::regclass AND attname = 'embedding'"
-        )
-        return cursor.fetchone()[0]
+        return column_dims(cursor)
 
 
 def index_models() -> list[str]:

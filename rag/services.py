@@ -12,7 +12,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from rag import term_stats, text_search
+from rag import db_ops, term_stats, text_search
 from rag.chunking import split_text
 from rag.embeddings import Embedder, EmbeddingError, get_embedder
 from rag.index_version import index_changed
@@ -465,10 +465,7 @@ def index_reembed(
             """
         )
         moved = fill(cursor, limit=None)
-        cursor.execute(
-            f"CREATE INDEX {table}_embedding_next_hnsw ON {table} "
-            f"USING hnsw (embedding_next vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
-        )
+        cursor.execute(db_ops.hnsw_index_sql(f"{table}_embedding_next_hnsw", "embedding_next", dims, table=table))
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
         moved += fill(cursor, limit=None)

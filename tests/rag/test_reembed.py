@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 
 from rag.acl import Scope
 from rag.models import Chunk
@@ -24,6 +25,12 @@ TOPICS = [
 
 def _column_dims() -> int:
     return embedding_column_dims()
+
+
+def _index_definition() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_get_indexdef('chunk_embedding_hnsw'::regclass)")
+        return cursor.fetchone()[0]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -47,6 +54,7 @@ def test_reembed_moves_every_chunk_and_search_never_goes_empty(local_embedder):
     assert result == {"reembedded": len(TOPICS), "model": "test:hashing-16", "dims": 16}
     assert seen_during_move and all(n > 0 for n in seen_during_move)
     assert _column_dims() == 16
+    assert "halfvec(16)) halfvec_cosine_ops" in _index_definition()  # the graph moved with the column
     assert set(Chunk.objects.values_list("embedding_model", flat=True)) == {"test:hashing-16"}
     with pytest.raises(EmbeddingModelMismatch, match="reembed"):
         chunk_search(query="event loop", scope=Scope.everything(), embedder=local_embedder)
@@ -63,6 +71,7 @@ def test_reembed_moves_every_chunk_and_search_never_goes_empty(local_embedder):
     # And back to the configured local model, through the command a user runs.
     call_command("reembed", "--json")
     assert _column_dims() == 384
+    assert "halfvec(384)) halfvec_cosine_ops" in _index_definition()
     assert set(Chunk.objects.values_list("embedding_model", flat=True)) == {local_embedder.name}
     top = chunk_search(query="what does the event loop do", scope=Scope.everything(), embedder=local_embedder).hits[0]
     assert "event loop" in top.content

@@ -10,6 +10,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
+from django.test import override_settings
 
 from rag import bench, text_search
 from rag.search import MODES, SearchFilters, chunk_search, filter_sql
@@ -95,16 +96,18 @@ class Command(BaseCommand):
         if any(b not in text_search.BACKENDS for b in wanted):
             raise CommandError(f"backends come from {', '.join(text_search.BACKENDS)}")
         runs: dict[str, dict] = {}
-        try:
-            for name in wanted:
-                switch_s = _use_backend(name)
-                runs[name] = self._measure(
-                    texts, vectors, embed_ms, scope, chosen, top_k, explain, json, embedder,
-                    recall_n=opts.get("recall_queries") or len(texts), warmup=warmup,
-                )  # fmt: skip
-                runs[name]["switch_seconds"] = round(switch_s, 1)
-        finally:
-            _use_backend(None)
+        # The searches walk the vector index this run built.
+        with override_settings(KNOWHUB_VECTOR_INDEX=vector_index):
+            try:
+                for name in wanted:
+                    switch_s = _use_backend(name)
+                    runs[name] = self._measure(
+                        texts, vectors, embed_ms, scope, chosen, top_k, explain, json, embedder,
+                        recall_n=opts.get("recall_queries") or len(texts), warmup=warmup,
+                    )  # fmt: skip
+                    runs[name]["switch_seconds"] = round(switch_s, 1)
+            finally:
+                _use_backend(None)
         report = _report(
             chunks=chunks, built=built, texts=texts, top_k=top_k, embed_ms=embed_ms, wanted=wanted, runs=runs
         )
@@ -336,8 +339,6 @@ def _text_overlap(texts, scope, filters) -> float | None:
     """Keyword side: the capped MaxScore top-n against the exact BM25 top-n (cap lifted)."""
     if not settings.KNOWHUB_TEXT_MAX_MATCHES:
         return None
-    from django.test import override_settings
-
     overlaps = []
     for text in texts:
         kw = dict(query=text, scope=scope, filters=filters, top_k=settings.KNOWHUB_SEARCH_CANDIDATES, mode="fulltext")
@@ -382,8 +383,6 @@ def _plan_latency(backend, texts, scope, cases) -> dict:
 
 def _use_backend(name: str | None) -> float:
     """Switch the schema to keyword backend ``name`` (None: the configured one); seconds taken."""
-    from django.test import override_settings
-
     t0 = time.perf_counter()
     text_search.reset()
     if name is None:
@@ -417,8 +416,6 @@ def _explain(query: str, scope, filters: SearchFilters, embedder, top_k: int) ->
     runs on one connection here (``KNOWHUB_SEARCH_PARALLEL`` off), so the vector half's statement
     is recorded and explained too; live, it runs beside the keyword half.
     """
-    from django.test import override_settings
-
     backend = text_search.active_backend()
     vec = embedder.embed_query(query)
     statements: list[tuple[str, object]] = []
