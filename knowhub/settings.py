@@ -403,8 +403,8 @@ KNOWHUB_SEARCH_CANDIDATES = env.int("KNOWHUB_SEARCH_CANDIDATES", default=40)
 # exact against ~106 ms for the iterative HNSW walk.
 KNOWHUB_VECTOR_EXACT_ROWS = env.int("KNOWHUB_VECTOR_EXACT_ROWS", default=20000)
 # hnsw.ef_search: 0 grows it with the index (the candidates at 100k chunks, ×(rows/100k)^0.8
-# beyond: recall@10 0.96 at 100k with 40; at 1M 0.86 with 40, 0.947 with 200, 0.963 with 250,
-# 200 SciFact claims); a number fixes it.
+# beyond, since a larger graph needs a wider walk for the same recall; the README has the
+# figures); a number fixes it.
 KNOWHUB_HNSW_EF_SEARCH = env.int("KNOWHUB_HNSW_EF_SEARCH", default=0)
 # The vector index searches walk: "hnsw" (pgvector's, what the migrations build) or "diskann"
 # (pgvectorscale's StreamingDiskANN, where an operator has built chunk_embedding_diskann instead).
