@@ -127,7 +127,8 @@ ASKS_ACTIONS_RE = re.compile(r"\b(?:action[- ]items?|to-?dos?|next steps?|follow
 # A sentence that gives someone a task: labelled as one ("Action: Sam sends the notes"), a first
 # person's promise ("I will hand the release checklist to Sam", "we'll send it Friday"), or a
 # decision, which minutes list beside them. Only the first person: "the browser will paint" in a
-# course page promises nothing.
+# course page promises nothing (a task a meeting gives to one of its speakers, "Sam will send…",
+# takes knowing who speaks there: ``rag.llm.listing.states``).
 STATES_ACTION_RE = re.compile(
     r"(?i:\b(?:action(?: items?)?|to-?dos?|next steps?|follow-ups?)\s*:)"
     r"|\b(?:I|[Ww]e)(?:\s+will|\s*['’]ll|\s+(?:am|are)\s+going\s+to)\s+(?!be\b)[a-z]+"

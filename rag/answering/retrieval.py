@@ -34,6 +34,7 @@ from rag.embeddings import get_embedder
 from rag.llm import Completion, ModelInfo
 from rag.llm.candidates import query_vector as cached_query_vector
 from rag.llm.candidates import sentence_vectors
+from rag.llm.listing import states
 from rag.rerank import reranked_search
 from rag.search import (
     MAX_QUERY_CHARS,
@@ -367,7 +368,7 @@ def _with_listed(run: AskRun, search, hits: list[Hit], *, applied: SearchFilters
     if listing is None:
         return hits
     found = {h.chunk_uid: h for h in [*hits, *search(applied, listing.search)]}
-    stated = [h for h in found.values() if listing.states.search(h.content or "")]
+    stated = [h for h in found.values() if states(listing, h.content or "")]
     if not stated:
         return hits
     top = max((h.score for h in hits), default=0.0)

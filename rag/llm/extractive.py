@@ -29,7 +29,7 @@ from rag.llm.candidates import (
 )
 from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, ContextSource, parse_stated, parse_user_prompt
 from rag.llm.counts import counted_thing, counts_thing
-from rag.llm.listing import newest_first, on_subject, says_kind, stating, wants_all
+from rag.llm.listing import newest_first, on_subject, says_kind, states, stating, wants_all
 from rag.llm.prose import (
     asks_how_often,
     dated_lead,
@@ -258,7 +258,10 @@ class ExtractiveLLM:
         leads = {id(c) for c in pool if self._answers(c, q_terms, question)} if prose and not narrowed else None
         # A list of decisions (tasks), some of them dated (meetings), is read newest first.
         dated = bool(
-            listed and kept and all(listed.states.search(c.text) for c in kept) and any(c.source.date for c in kept)
+            listed
+            and kept
+            and all(states(listed, c.text, c.source.text) for c in kept)
+            and any(c.source.date for c in kept)
         )
         chosen = self._choose(
             pool, pool_vecs, floor_ratio=floor_ratio, whole=whole, about=about, leads=leads,
@@ -324,7 +327,7 @@ class ExtractiveLLM:
             or (c.speaker and names_speaker(question, c.speaker) and (c.matched or not _asks_beyond(q_terms, c)))
             # "What did we decide?" is answered by any line stating a decision, whatever its words
             # ("what are the action items?": any line giving a task).
-            or ((listing := asked_listing(question)) is not None and listing.states.search(c.text))
+            or ((listing := asked_listing(question)) is not None and states(listing, c.text, c.source.text))
         )
 
     def _choose(

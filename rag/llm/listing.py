@@ -11,7 +11,17 @@ from __future__ import annotations
 import re
 
 from rag.llm.candidates import Sentence
-from rag.words import DECISION_RE, DECISION_TERMS, GENERIC_TERMS, LIST_REQUEST_TERMS, Listing, content_terms, stem
+from rag.llm.transcripts import gives_task  # false for a document that is no transcript
+from rag.words import (
+    ACTIONS,
+    DECISION_RE,
+    DECISION_TERMS,
+    GENERIC_TERMS,
+    LIST_REQUEST_TERMS,
+    Listing,
+    content_terms,
+    stem,
+)
 
 # Questions whose answer is a list the sources spread out: every decision, every step.
 LIST_TERMS = DECISION_TERMS | frozenset(stem(w) for w in ["step", "action", "todo"])
@@ -35,20 +45,27 @@ def on_subject(candidates: list[Sentence], q_terms: set[str]) -> set[int] | None
     return {n for n, k in named.items() if k == most} if most else None
 
 
+def states(listed: Listing, text: str, transcript: str = "") -> bool:
+    """Whether ``text`` is a line ``listed`` asks for: a decision, or a task, also one a meeting
+    gives to one of its speakers ("Sam will send the report"; ``transcript``: the meeting, by
+    default ``text`` itself)."""
+    return bool(listed.states.search(text)) or (listed is ACTIONS and gives_task(text, transcript or text))
+
+
 def stating(
     candidates: list[Sentence], listed: Listing | None, about: set[int] | None, q_terms: set[str] = frozenset()
 ) -> list[Sentence]:
     """For a question asking what was decided or is to be done ("what did we decide last month",
     "what are the action items"): the sentences of the sources on its subject (``about``, None:
-    any) that state one ("Decision: …", "We agreed to …", "I will send …"). The rest of the same
-    meeting ("Northwind keeps its research in Notion") is context. None: no such question.
+    any) that state one (``states``: "Decision: …", "We agreed to …", "I will send …"). The rest of
+    the same meeting ("Northwind keeps its research in Notion") is context. None: no such question.
 
     A subject that is a speaker ("what are leo's action items") keeps the lines that person says
     or that name them ("I will hand the release checklist to Sam" is about Sam's work too): Maya's
     "We agreed to revisit…" in Leo's 1:1 is not his task."""
     if listed is None:
         return []
-    lines = [c for c in candidates if listed.states.search(c.text) and (about is None or c.source.n in about)]
+    lines = [c for c in candidates if states(listed, c.text, c.source.text) and (about is None or c.source.n in about)]
     subject = q_terms - LIST_TERMS - GENERIC_TERMS - LIST_REQUEST_TERMS
     people = {c.speaker for c in candidates if c.speaker and subject & content_terms(c.speaker)}
     if not people:

@@ -231,6 +231,30 @@ def unvoiced_lead(question: str, q_terms: set[str], chosen: list[Sentence], sour
     return f"Nothing you can see records {_ACT_RECORD[acts[0]]} by {person}; the closest your sources come:"
 
 
+@functools.lru_cache(maxsize=256)
+def _speaker_names(transcript: str) -> frozenset[str]:
+    """The words of the speakers' names in a transcript ("Maya", "Chen", "Sam", "Okafor")."""
+    return frozenset(
+        word
+        for line in transcript.splitlines()
+        if (turn := speaker_turn(line))
+        for word in turn[1].split()
+        if word[:1].isupper() and len(word) > 1 and word.lower() not in _TITLE_WORDS
+    )
+
+
+def gives_task(text: str, transcript: str) -> bool:
+    """Whether ``text`` gives a task to someone who speaks in ``transcript`` ("Sam will send the
+    incident report by Monday"): minutes record a promise made for another as often as one's own.
+    Only a speaker of that meeting counts: "Acme Capital will extend the pilot" is a client's plan,
+    and a course page's "React will re-render…" is no one's task."""
+    names = _speaker_names(transcript)
+    if not names:
+        return False
+    who = "|".join(re.escape(name) for name in sorted(names))
+    return bool(re.search(rf"\b(?:{who})(?: [A-Z][\w'’-]*)? (?:will|shall|is going to) (?!be\b)[a-z]+", text))
+
+
 def spoken_lines(question: str, candidates: list[Sentence]) -> list[Sentence]:
     """The spoken lines among ``candidates`` when the question asks what a person said or did and
     that person speaks, or is reported, in them ("what did leo promise"): a written page is no

@@ -12,7 +12,7 @@ from rag.answering.sources import DocumentEvidence, group_hits, rank_documents, 
 from rag.llm.candidates import Sentence, centrality
 from rag.llm.context import ContextSource
 from rag.llm.extractive import ExtractiveLLM
-from rag.llm.transcripts import lines_said_by, names_speaker, says_something
+from rag.llm.transcripts import gives_task, lines_said_by, names_speaker, says_something
 from rag.models import Project
 from rag.search import Hit
 from rag.services import source_soft_delete
@@ -272,6 +272,20 @@ def test_what_a_person_asked_for_is_also_what_others_report_they_asked():
     assert not lines_said_by(question, content_terms(question), [
         Sentence(source=weekly, position=0, text="Ask Leo Martin for the report.", speaker="Maya Chen")
     ])  # fmt: skip
+
+
+def test_a_task_given_to_a_speaker_of_the_meeting_is_a_task():
+    minutes = (
+        "Maya Chen: The nightly sync failed twice.\n"
+        "Maya Chen: Sam will send the incident report by Monday.\n"
+        "Sam Okafor: Acme Capital will extend the pilot."
+    )
+    assert gives_task("Sam will send the incident report by Monday.", minutes)
+    assert gives_task("Sam Okafor is going to rerun the import.", minutes)
+    # A client's plan, a passive, a page's "X will…": nobody of the meeting takes anything on.
+    assert not gives_task("Acme Capital will extend the pilot.", minutes)
+    assert not gives_task("Sam will be away in March.", minutes)
+    assert not gives_task("React will re-render the component.", "React will re-render the component.")
 
 
 def test_what_a_person_decided_is_every_line_of_theirs_that_states_a_decision():

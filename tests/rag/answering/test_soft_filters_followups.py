@@ -303,6 +303,22 @@ def test_action_items_are_what_someone_took_on_newest_first(demo, question):
     assert "Nothing you can see mentions" not in body["answer"], body["answer"]
 
 
+def test_a_task_given_to_another_speaker_is_an_action_item(demo, local_embedder):
+    # Minutes often say who takes a task on in the third person: it is that person's action item.
+    incident = SourceDocument(
+        collection="meetings", source_type="demo", source_id="meeting-incident-review",
+        units=[Unit(unit_anchor="body", title="Incident review", date=DEMO_TODAY - dt.timedelta(days=1), content=(
+            "Maya Chen: The nightly Notion sync failed twice on Sunday.\n"
+            "Sam Okafor: The retry queue filled up before the backoff started.\n"
+            "Maya Chen: Sam will send the incident report to the on-call channel by Monday."
+        ))],
+    )  # fmt: skip
+    assert not chunk_upsert(documents=[incident], embedder=local_embedder).errors
+    body = ask(demo["member"], "what are the action items")
+    assert "Sam will send the incident report" in body["answer"], body["answer"]
+    assert "The retry queue filled up" not in body["answer"], body["answer"]
+
+
 @pytest.mark.parametrize("question", ["list the decisions", "what decisions were made so far"])
 def test_asking_for_the_list_of_decisions_is_not_a_subject(demo, question):
     body = ask(demo["member"], question)
