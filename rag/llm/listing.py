@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from rag.llm.candidates import Sentence
-from rag.llm.transcripts import gives_task  # false for a document that is no transcript
+from rag.llm.transcripts import gives_task, name_words  # nothing for a document that is no transcript
 from rag.words import (
     ACTIONS,
     DECISION_RE,
@@ -70,9 +70,9 @@ def stating(
     people = {c.speaker for c in candidates if c.speaker and subject & content_terms(c.speaker)}
     if not people:
         return lines
-    words = "|".join(re.escape(w) for person in people for w in person.split() if w[:1].isupper() and len(w) > 1)
-    names = re.compile(rf"\b(?:{words})\b")
-    return [c for c in lines if c.speaker in people or names.search(c.text)]
+    words = "|".join(re.escape(w) for person in people for w in name_words(person))
+    names = re.compile(rf"\b(?:{words})\b") if words else None
+    return [c for c in lines if c.speaker in people or (names and names.search(c.text))]
 
 
 def newest_first(chosen: list[Sentence]) -> list[Sentence]:

@@ -212,7 +212,7 @@ def unvoiced_lead(question: str, q_terms: set[str], chosen: list[Sentence], sour
     are the closest the sources come (the decisions of the meetings Sam was in), not Sam's own.
     Empty otherwise."""
     subjects = _speaking_subjects(question)
-    acts = [t for t in q_terms if t in _ACT_RECORD]
+    acts = [t for t in _ACT_RECORD if t in q_terms]  # in the table's order: one reading of the question
     if not subjects or not acts or not chosen or any(_voice(c, subjects) for c in chosen):
         return ""
     person = next(
@@ -231,15 +231,17 @@ def unvoiced_lead(question: str, q_terms: set[str], chosen: list[Sentence], sour
     return f"Nothing you can see records {_ACT_RECORD[acts[0]]} by {person}; the closest your sources come:"
 
 
+def name_words(speaker: str) -> list[str]:
+    """The words of a speaker's label a text names them by ("Maya", "Chen"; not "Mr." nor the "A"
+    of "Professor A", which any sentence may start with)."""
+    return [w for w in speaker.split() if w[:1].isupper() and len(w) > 1 and w.lower() not in _TITLE_WORDS]
+
+
 @functools.lru_cache(maxsize=256)
 def _speaker_names(transcript: str) -> frozenset[str]:
     """The words of the speakers' names in a transcript ("Maya", "Chen", "Sam", "Okafor")."""
     return frozenset(
-        word
-        for line in transcript.splitlines()
-        if (turn := speaker_turn(line))
-        for word in turn[1].split()
-        if word[:1].isupper() and len(word) > 1 and word.lower() not in _TITLE_WORDS
+        word for line in transcript.splitlines() if (turn := speaker_turn(line)) for word in name_words(turn[1])
     )
 
 
