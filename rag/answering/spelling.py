@@ -10,6 +10,7 @@ correction comes from the index's own words, never from a dictionary of this cod
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from rag.words import COMMON_WORDS, WORD_RE
 
@@ -144,6 +145,36 @@ def correction(word: str, vocabulary: set[str]) -> str | None:
     return next(iter(nearest)) if len(nearest) == 1 else None
 
 
+# Letters that carry their mark in the letter itself, so Unicode decomposes them into no base
+# letter and accent: what a keyboard without them types instead.
+_UNMARKED = str.maketrans({"ł": "l", "ø": "o", "đ": "d", "ħ": "h", "ı": "i", "ß": "ss", "æ": "ae", "œ": "oe"})
+
+
+def unmarked(word: str) -> str:
+    """``word`` in lower case without its accents and marks ("Kraków", "Śródmieście", "Łódź" →
+    "krakow", "srodmiescie", "lodz")."""
+    letters = unicodedata.normalize("NFKD", word.lower().translate(_UNMARKED))
+    return "".join(ch for ch in letters if not unicodedata.combining(ch))
+
+
+def accented(word: str, vocabulary: set[str]) -> str | None:
+    """The one word of ``vocabulary`` that is ``word`` with its accents as the documents write it
+    ("Beausejour" → "Beauséjour", "krakow" → "kraków"), in the case ``word`` was typed; None when
+    no word is, or two are, or the documents also write it as typed. Not a guess: the same
+    letters, only the marks a keyboard leaves out."""
+    low = word.lower()
+    if low in vocabulary:
+        return None
+    key = unmarked(low)
+    same = {v for v in vocabulary if unmarked(v) == key}
+    if len(same) != 1:
+        return None
+    found = next(iter(same))
+    if word.isupper() and len(word) > 1:
+        return found.upper()
+    return found[:1].upper() + found[1:] if word[:1].isupper() else found
+
+
 def unglued(word: str, vocabulary: set[str], *, camel_only: bool = False) -> str | None:
     """Two words of ``vocabulary`` typed without the space between them ("UserDatagram",
     "packetswitching"), split where exactly one cut makes both halves words of three letters or
@@ -190,7 +221,8 @@ def correct_query(query: str, *, unknown: set[str], vocabulary: set[str]) -> tup
     """``query`` with each of its ``unknown`` words replaced by its correction from ``vocabulary``;
     the replacements made (typed → corrected). A capitalised word of a question not written all
     in lower case is a name typed on purpose: one the index never saw is something it does not
-    hold, and correcting it to a near word would answer a question about something else."""
+    hold, and correcting it to a near word would answer a question about something else; the
+    same name with the documents' accents ("Krakow" for "Kraków") is that name, not a near one."""
     fixes: dict[str, str] = glued(query, unknown, vocabulary)
     joined = {w.lower() for pair in fixes for w in re.findall(_LETTERS, pair)}
     lower_question = query == query.lower()
@@ -200,6 +232,9 @@ def correct_query(query: str, *, unknown: set[str], vocabulary: set[str]) -> tup
         name = not lower_question and word[:1].isupper() and query.lstrip().find(word) != 0
         if word.lower() in unknown and (parts := unglued(word, vocabulary, camel_only=name)):
             fixes[word] = parts  # the same letters, a space left out: no guess at a name
+            continue
+        if word.lower() in unknown and (marked := accented(word, vocabulary)):
+            fixes[word] = marked  # the same letters, the accents left out: no guess either
             continue
         if name:
             continue

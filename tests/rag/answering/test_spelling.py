@@ -10,9 +10,10 @@ from rag.acl import Scope
 from rag.answering.analysis import parse_query
 from rag.answering.selectors import Facets
 from rag.answering.services import ask_collect
-from rag.answering.spelling import correct_query, correction, edit_distance, unknown_words
+from rag.answering.spelling import accented, correct_query, correction, edit_distance, unknown_words, unmarked
 from rag.demo import demo_documents
 from rag.services import chunk_upsert
+from rag.units import SourceDocument, Unit
 from tests.rag.answering.test_scenarios import DEMO_TODAY, pinned_today, users  # noqa: F401 (fixtures)
 
 PEOPLE = Facets(
@@ -99,6 +100,26 @@ def test_two_words_the_documents_write_as_one_are_joined():
     assert correct_query("what is a data base", unknown=set(), vocabulary=vocabulary)[1] == {}
 
 
+def test_a_word_typed_without_its_accents_is_the_documents_word():
+    assert unmarked("Śródmieście") == "srodmiescie"
+    assert unmarked("Łódź") == "lodz"
+    vocabulary = {"fort", "beauséjour", "kraków", "warsaw", "katyń", "liège", "liege", "résumé", "resumé"}
+    assert accented("Beausejour", vocabulary) == "Beauséjour"
+    assert accented("krakow", vocabulary) == "kraków"
+    assert accented("KATYN", vocabulary) == "KATYŃ"
+    assert accented("Liege", vocabulary) is None  # the documents also write it as typed
+    assert accented("resume", vocabulary) is None  # "résumé" or "resumé": no guess between the two
+    assert accented("Warsaw", vocabulary) is None  # no accent to add
+    assert accented("Cracow", vocabulary) is None  # another spelling is no accent left out
+    # A capitalised name is never corrected to a near word, but the same name with its accents
+    # is that name.
+    assert correct_query("Who captured Fort Beausejour?", unknown={"beausejour"}, vocabulary=vocabulary) == (
+        "Who captured Fort Beauséjour?",
+        {"Beausejour": "Beauséjour"},
+    )
+    assert correct_query("Who captured Fort Beausejoux?", unknown={"beausejoux"}, vocabulary=vocabulary)[1] == {}
+
+
 # -- through the ask, on the demo corpus ----------------------------------------------------------
 
 
@@ -151,3 +172,20 @@ def test_words_of_a_person_not_visible_are_not_replaced_by_someone_elses(demo):
     assert not body["citations"], body["answer"]
     person = next(c for c in body["analysis_filters"] if c["field"] == "people")
     assert not person.get("widened"), person
+
+
+@pytest.mark.django_db
+def test_a_name_typed_without_its_accents_finds_what_the_documents_say(demo, local_embedder):
+    history = SourceDocument(
+        collection="handbook", source_type="demo", source_id="offsite-2026",
+        units=[Unit(unit_anchor="body", title="Team offsite 2026", content=(
+            "The team offsite takes place in Kraków from 14 to 16 October. "
+            "The workshops are held at the Hotel Wawel; the dinner is at Café Szafé on the first evening."
+        ))],
+    )  # fmt: skip
+    assert not chunk_upsert(documents=[history], embedder=local_embedder).errors
+    body = ask(demo["member"], "where is the offsite dinner in Krakow")
+    assert "Kraków" in body["searched_query"], body["searched_query"]
+    assert "Café Szafé" in body["answer"], body["answer"]
+    # The sources do mention it, as they write it: no "Nothing you can see mentions Krakow".
+    assert "Nothing you can see" not in body["answer"], body["answer"]
