@@ -21,7 +21,7 @@ me more most my myself no nor not now of off on once only or other our ours ours
 own same she should so some such than that the their theirs them themselves then there these
 they this those through to too under until up very was we were what when where which while who
 whom why will with would you your yours yourself yourselves tell please show give explain
-describe does much many way ways get make know want need also"""
+describe does much many way ways get make know want need also go goes going gone gonna"""
 # Stop words typed without their apostrophe, as people type questions ("whats the p95", "whos on
 # call", "dont"): still stop words, never a word the documents failed to mention.
 _UNAPOSTROPHED = """whats whos wheres whens hows whys thats theres heres im ive youre theyre
@@ -88,12 +88,24 @@ _MONEY_RE = re.compile(
     r"[$€£¥]\s?\d|\d(?:[\d,.]*\d)?\s?(?:k|m|bn)?\s?(?:euros?|dollars?|pounds?|usd|eur|gbp|cents?)\b", re.I
 )
 _PRICE_TERMS = frozenset(stem(w) for w in ["cost", "price", "fee", "charge", "pay", "expensive", "cheap"])
+# A day something is due by says "deadline" without the word: "send a proposal … by Friday".
+_DAYS = (
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|today|"
+    r"(?:the\s+)?end\s+of\s+(?:the\s+)?(?:day|week|month|quarter|year)|next\s+\w+|"
+    r"jan(?:uary)?|feb(?:ruary)?|march|april|may|june|july|aug(?:ust)?|sep(?:tember)?|oct(?:ober)?|"
+    r"nov(?:ember)?|dec(?:ember)?|(?:the\s+)?\d{1,2}(?:st|nd|rd|th)|\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?"
+)
+_DUE_RE = re.compile(rf"\b(?:by|before|until|due(?:\s+on)?|no\s+later\s+than)\s+(?:{_DAYS})\b", re.I)
+_DUE_TERMS = frozenset(stem(w) for w in ["deadline", "due"])
 
 
 def implied_terms(text: str) -> set[str]:
     """Content terms ``text`` states without saying them: the words for a price when it names a
-    sum of money."""
-    return set(_PRICE_TERMS) if _MONEY_RE.search(text) else set()
+    sum of money, "deadline" when it names the day something is due by."""
+    terms = set(_PRICE_TERMS) if _MONEY_RE.search(text) else set()
+    if _DUE_RE.search(text):
+        terms |= _DUE_TERMS
+    return terms
 
 
 # Words that say what kind of answer is wanted, not what it is about.
@@ -141,6 +153,19 @@ PERIOD_TERMS = frozenset(
 # Words that ask for a list as such ("list the decisions", "decisions made so far", "recap the
 # decisions"): they name no subject of their own.
 LIST_REQUEST_TERMS = frozenset(stem(w) for w in ["list", "made", "taken", "reached", "far", "recap", "every"])
+
+# Everyday verbs, in all their forms, that carry a question's grammar rather than its subject:
+# "what happens if redis goes down", "why did Leo want to stop doing releases". A document need
+# not use them to answer.
+EVERYDAY_VERB_TERMS = frozenset(
+    content_terms(
+        "go goes going went gone come comes coming came get gets getting got gotten make makes making made "
+        "take takes taking took taken give gives giving gave given put puts putting keep keeps keeping kept "
+        "let lets letting want wants wanting wanted need needs needing needed stop stops stopping stopped "
+        "start starts starting started try tries trying tried do does doing did done see sees seeing saw seen "
+        "know knows knowing knew known tell tells telling told seem seems seemed become becomes became"
+    )
+)
 
 # Words that ask for what is to be done: the kind of answer, no subject.
 ACTION_TERMS = frozenset(content_terms("action items todo todos to-do to-dos next steps follow-up follow-ups"))

@@ -15,7 +15,7 @@ import logging
 import re
 from dataclasses import dataclass, field, replace
 
-from rag.answering.dates import MONTH_RE, WEEKDAY_RE, parse_dates
+from rag.answering.dates import LATEST_MEETING_RE, MONTH_RE, WEEKDAY_RE, parse_dates
 from rag.answering.selectors import Facets
 from rag.answering.sources import collection_label
 from rag.answering.spelling import find_name, misspelt_people
@@ -75,7 +75,10 @@ class FilterChip:
     def label(self) -> str:
         if self.widened:
             return f"{self._nothing()} — searched everything"
-        value = self.value.replace("/", " – ") if self.field == "date" else self.value
+        value = self.value
+        if self.field == "date":
+            low, _, high = self.value.partition("/")
+            value = low if low == high else f"{low} – {high}"  # one day is one date
         if self.field == "collections":
             value = collection_label(self.value)
         if self.origin == "form":
@@ -362,6 +365,10 @@ def parse_query(
     ``unknown``: the question's words no visible document holds; one a letter or two from a
     known person's first name is read as that name misspelt."""
     date_from, date_to, phrase = parse_dates(query, today)
+    if not (date_from or date_to) and facets.latest_meeting and (m := LATEST_MEETING_RE.search(query)):
+        # "what happened in the last meeting": the day of the newest meeting the person can see.
+        date_from = date_to = dt.date.fromisoformat(facets.latest_meeting)
+        phrase = m.group(0)
     text = re.sub(re.escape(phrase), " ", query, flags=re.I) if phrase else query
     people = match_values(text, facets.values("people"), names=True)
     people += misspelt_people(text, facets.values("people"), taken=people, unknown=set(unknown))

@@ -253,3 +253,13 @@ _DATE_PHRASES = (
     _recently,
     _next_unit,
 )
+
+# "the last meeting", "our latest call": the day of the newest meeting the person can see, not a
+# period counted back from today. "Our last meeting with Acme" is the newest of some meetings,
+# which the name finds.
+LATEST_MEETING_RE = re.compile(
+    r"\b(?:(?:the|our|my)\s+)?(?:last|latest|most\s+recent|previous|newest)\s+"
+    r"(?:meeting|call|sync|standup|stand-up|1:1|one-on-one|catch-up|check-in)\b"
+    r"(?!\s+(?:with|about|on|for|between|of)\b)",
+    re.I,
+)

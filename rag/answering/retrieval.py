@@ -29,7 +29,14 @@ from rag.answering.sources import (
     select_hits,
     topics_of,
 )
-from rag.answering.spelling import correct_query, find_name, unknown_words, vocabulary_of
+from rag.answering.spelling import (
+    correct_query,
+    find_name,
+    pairs_of,
+    slip_of_common_word,
+    unknown_words,
+    vocabulary_of,
+)
 from rag.embeddings import get_embedder
 from rag.llm import Completion, ModelInfo
 from rag.llm.candidates import query_vector as cached_query_vector
@@ -43,7 +50,16 @@ from rag.search import (
     chunk_search,
 )
 from rag.selectors import check_query_model
-from rag.words import ACTION_TERMS, GENERIC_TERMS, LIST_REQUEST_TERMS, WORD_RE, asked_listing, content_terms
+from rag.words import (
+    ACTION_TERMS,
+    EVERYDAY_VERB_TERMS,
+    GENERIC_TERMS,
+    LIST_REQUEST_TERMS,
+    WORD_RE,
+    asked_listing,
+    content_terms,
+    implied_terms,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -269,13 +285,16 @@ def _correct_spelling(run: AskRun, search, applied: SearchFilters) -> bool:
     if not typos or run.corrections:
         return False
     hits = search(applied)
-    vocabulary = vocabulary_of([f"{h.title} {h.content}" for h in hits])
-    corrected, fixes = correct_query(run.searched_query, unknown=typos, vocabulary=vocabulary)
+    texts = [f"{h.title}. {h.content}" for h in hits]
+    vocabulary, pairs = vocabulary_of(texts), pairs_of(texts)
+    corrected, fixes = correct_query(run.searched_query, unknown=typos, vocabulary=vocabulary, pairs=pairs)
     if not fixes:
         return False
     run.corrections = fixes
     run.searched_query = corrected[:MAX_QUERY_CHARS]
-    run.corrected_query = correct_query(run.corrected_query or run.query, unknown=typos, vocabulary=vocabulary)[0]
+    run.corrected_query = correct_query(
+        run.corrected_query or run.query, unknown=typos, vocabulary=vocabulary, pairs=pairs
+    )[0]
     return True
 
 
@@ -297,14 +316,20 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
         | {w.lower() for chip in run.chips if chip.field == "date" for w in WORD_RE.findall(chip.phrase)}
     )
     said = " ".join([answer, *(f"{d.best.title} {d.agenda}" for d in run.docs)]).lower()
+    # The same word in another form ("complained" where the answer quotes "complaints"), or what a
+    # quote states without the word ("by Friday" is a deadline), is mentioned too.
+    said_terms = content_terms(said) | implied_terms(answer)
     words = [
         w
         for w in dict.fromkeys(WORD_RE.findall(run.query))
         if w.lower() in run.unknown
         and w.lower() not in known
-        # "summarize", "discussion", "list", "made": the kind of answer, not its subject
-        and not content_terms(w) <= GENERIC_TERMS | LIST_REQUEST_TERMS | ACTION_TERMS
+        # "summarize", "discussion", "list", "made": the kind of answer, not its subject; "goes",
+        # "stop": the question's grammar; "wat": "what" typed a letter off
+        and not content_terms(w) <= GENERIC_TERMS | LIST_REQUEST_TERMS | ACTION_TERMS | EVERYDAY_VERB_TERMS
+        and not slip_of_common_word(w)
         and not re.search(rf"(?<!\w){re.escape(w.lower())}", said)
+        and not content_terms(w) <= said_terms
     ]
     # One such word in a long question is a detail the quotes may answer in other words; in a
     # short one ("is logseq sync encrypted") it is the point of the question.

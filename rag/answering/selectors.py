@@ -39,6 +39,7 @@ class Facets:
     entities: list[dict]
     date_min: str | None = None
     date_max: str | None = None
+    latest_meeting: str | None = None  # the newest day a document with participants is dated
 
     def values(self, kind: str) -> list[str]:
         return [row["value"] for row in getattr(self, kind)]
@@ -52,6 +53,7 @@ class Facets:
             "entities": self.entities,
             "date_min": self.date_min,
             "date_max": self.date_max,
+            "latest_meeting": self.latest_meeting,
         }
 
 
@@ -114,8 +116,14 @@ def facet_values(*, scope: Scope, collections: list[str] | None = None, use_cach
         params,
     )
     with replicas.read_connection().cursor() as cursor:
-        cursor.execute(f"SELECT min(c.date), max(c.date) FROM rag_chunk c WHERE {where}", params)
-        date_min, date_max = cursor.fetchone()
+        cursor.execute(
+            f"""SELECT min(c.date), max(c.date),
+                       max(c.date) FILTER (WHERE jsonb_typeof(c.metadata->'people') = 'array'
+                                           AND c.metadata->'people' <> '[]'::jsonb)
+                FROM rag_chunk c WHERE {where}""",
+            params,
+        )
+        date_min, date_max, latest_meeting = cursor.fetchone()
     facets = Facets(
         collections=collections_rows,
         domains=domains,
@@ -124,6 +132,7 @@ def facet_values(*, scope: Scope, collections: list[str] | None = None, use_cach
         entities=entities,
         date_min=date_min.isoformat() if date_min else None,
         date_max=date_max.isoformat() if date_max else None,
+        latest_meeting=latest_meeting.isoformat() if latest_meeting else None,
     )
     cache.set(key, facets.as_dict(), settings.KNOWHUB_FACET_CACHE_SECONDS)
     return facets

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from rag.words import COMMON_WORDS, WORD_RE
+from rag.words import COMMON_WORDS, WORD_RE, stem
 
 
 def edit_distance(a: str, b: str, limit: int = 3) -> int:
@@ -122,6 +122,28 @@ def misspelt_people(text: str, known: list[str], *, taken: list[str], unknown: s
 # -- content words the index never saw ------------------------------------------------------------
 
 
+# The words a question is built with, which a hurried typist slips on most.
+_GRAMMAR_WORDS = frozenset(
+    "what who whom whose where when why how which the there their they this that these those is are was "
+    "were did does have has had can could would should will about with from because".split()
+)
+
+
+def slip_of_common_word(word: str) -> bool:
+    """Whether ``word``, one no document holds, is one of the words a question is built with
+    typed a letter off ("wat", "waht", "teh", "becuase"): a slip of the question's grammar, not
+    a subject the sources lack. As for names (``_close``), a letter changed in a word of three
+    makes another word ("cat" is not "can")."""
+    low = word.lower()
+    return low not in _GRAMMAR_WORDS and any(
+        common[:1] == low[:1]
+        and abs(len(common) - len(low)) <= 1
+        and not (len(low) <= 3 and len(low) == len(common) and sorted(low) != sorted(common))
+        and edit_distance(low, common, limit=1) <= 1
+        for common in _GRAMMAR_WORDS
+    )
+
+
 def correction(word: str, vocabulary: set[str]) -> str | None:
     """The one word of ``vocabulary`` nearest to ``word`` within its allowed edits (None when
     none is, or when two are equally near: a guess between two words is no correction). A word
@@ -175,17 +197,20 @@ def accented(word: str, vocabulary: set[str]) -> str | None:
     return found[:1].upper() + found[1:] if word[:1].isupper() else found
 
 
-def unglued(word: str, vocabulary: set[str], *, camel_only: bool = False) -> str | None:
+def unglued(word: str, vocabulary: set[str], *, camel_only: bool = False, pairs: set[str] | None = None) -> str | None:
     """Two words of ``vocabulary`` typed without the space between them ("UserDatagram",
     "packetswitching"), split where exactly one cut makes both halves words of three letters or
     more (None otherwise). ``camel_only``: only where a capital inside the word marks the cut, as
-    a name typed on purpose is otherwise one word the sources do not hold."""
+    a name typed on purpose is otherwise one word the sources do not hold. ``pairs`` (the
+    documents' adjacent words, ``pairs_of``): the documents must write the two words side by
+    side, as English writes many words whole that two shorter ones spell ("outcome", "deadline")."""
     cuts = [
         i
         for i in range(3, len(word) - 2)
         if word[:i].lower() in vocabulary
         and word[i:].lower() in vocabulary
         and (not camel_only or (word[i].isupper() and word[i - 1].islower()))
+        and (pairs is None or f"{word[:i]} {word[i:]}".lower() in pairs)
     ]
     if len(cuts) != 1:
         return None
@@ -217,20 +242,26 @@ def _same_letters(typed: str, word: str) -> bool:
     return sorted(typed) == sorted(word)
 
 
-def correct_query(query: str, *, unknown: set[str], vocabulary: set[str]) -> tuple[str, dict[str, str]]:
+def correct_query(
+    query: str, *, unknown: set[str], vocabulary: set[str], pairs: set[str] | None = None
+) -> tuple[str, dict[str, str]]:
     """``query`` with each of its ``unknown`` words replaced by its correction from ``vocabulary``;
     the replacements made (typed → corrected). A capitalised word of a question not written all
     in lower case is a name typed on purpose: one the index never saw is something it does not
     hold, and correcting it to a near word would answer a question about something else; the
-    same name with the documents' accents ("Krakow" for "Kraków") is that name, not a near one."""
+    same name with the documents' accents ("Krakow" for "Kraków") is that name, not a near one.
+    A word the documents hold in another form ("complained" where they say "complaints") is
+    spelt right: the answer matches word families, and a near word of another form is no slip.
+    ``pairs``: see ``unglued``."""
     fixes: dict[str, str] = glued(query, unknown, vocabulary)
     joined = {w.lower() for pair in fixes for w in re.findall(_LETTERS, pair)}
     lower_question = query == query.lower()
+    families = {stem(v) for v in vocabulary}
     for word in set(WORD_RE.findall(query)):
-        if word.lower() in joined:
+        if word.lower() in joined or stem(word) in families:
             continue
         name = not lower_question and word[:1].isupper() and query.lstrip().find(word) != 0
-        if word.lower() in unknown and (parts := unglued(word, vocabulary, camel_only=name)):
+        if word.lower() in unknown and (parts := unglued(word, vocabulary, camel_only=name, pairs=pairs)):
             fixes[word] = parts  # the same letters, a space left out: no guess at a name
             continue
         if word.lower() in unknown and (marked := accented(word, vocabulary)):
@@ -251,6 +282,20 @@ def correct_query(query: str, *, unknown: set[str], vocabulary: set[str]) -> tup
 def vocabulary_of(texts: list[str]) -> set[str]:
     """The lower-case words (three letters or more, no digits) of ``texts``."""
     return {w.lower() for text in texts for w in WORD_RE.findall(text or "") if len(w) >= 3 and w.isalpha()}
+
+
+def pairs_of(texts: list[str]) -> set[str]:
+    """Each two words ``texts`` write side by side ("packet switching"), in lower case; words a
+    sentence's end or a comma parts are not side by side."""
+    pairs: set[str] = set()
+    for text in texts:
+        words = list(re.finditer(_LETTERS, text or ""))
+        pairs.update(
+            f"{a.group(0)} {b.group(0)}".lower()
+            for a, b in zip(words, words[1:], strict=False)
+            if re.fullmatch(r"[ \t-]+", text[a.end() : b.start()])
+        )
+    return pairs
 
 
 def unknown_words(words: set[str], *, scope) -> set[str]:

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from rag.llm.context import ContextSource
 from rag.llm.sentences import split_sections, split_sentences, split_turns
-from rag.words import GENERIC_TERMS, content_terms, implied_terms
+from rag.words import GENERIC_TERMS, content_terms, implied_terms, stem
 
 
 @lru_cache(maxsize=256)
@@ -135,7 +135,16 @@ def score_overlap(candidates: list[Sentence], q_terms: set[str]) -> None:
     Keyword overlap weighted by rarity among the candidates: "logseq" in every sentence of the
     Logseq docs says nothing, "flashcard" says a lot.
     """
-    own_terms = [content_terms(c.text) | implied_terms(c.text) for c in candidates]
+    # A dotted name holds its parts: "hnsw.ef_search" says "ef" and "search", as the question
+    # "what is ef_search" splits them.
+    own_terms = [
+        (terms := content_terms(c.text)) | implied_terms(c.text) | {p for t in terms if "." in t for p in t.split(".")}
+        for c in candidates
+    ]
+    if compounds := {t for t in q_terms if "-" in t}:
+        # A compound the question took as one word ("rate-limit", as one source writes it) is held
+        # by a sentence writing its two words apart too ("hit rate limits twice").
+        own_terms = [own | (spaced_compounds(c.text) & compounds) for own, c in zip(own_terms, candidates, strict=True)]
     # The headings over a note's sentence say what it is about, as its page title does; so does
     # the sentence before one that names its subject only as "it" or "his" ("It was re-established
     # in April 1991." after "Warsaw's first stock exchange was established in 1817.").
@@ -165,6 +174,17 @@ def score_overlap(candidates: list[Sentence], q_terms: set[str]) -> None:
             if specific_terms
             else 1.0
         )
+
+
+def spaced_compounds(text: str) -> set[str]:
+    """Each two words ``text`` writes side by side, as the one hyphenated term they would be
+    ("rate limits" → "rate-limit")."""
+    words = list(re.finditer(r"[^\W\d_]+", text))
+    return {
+        stem(f"{a.group(0)}-{b.group(0)}")
+        for a, b in zip(words, words[1:], strict=False)
+        if text[a.end() : b.start()] == " "
+    }
 
 
 # A sentence whose subject is a pronoun: what it is about is named in the sentence before it.

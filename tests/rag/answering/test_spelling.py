@@ -10,7 +10,16 @@ from rag.acl import Scope
 from rag.answering.analysis import parse_query
 from rag.answering.selectors import Facets
 from rag.answering.services import ask_collect
-from rag.answering.spelling import accented, correct_query, correction, edit_distance, unknown_words, unmarked
+from rag.answering.spelling import (
+    accented,
+    correct_query,
+    correction,
+    edit_distance,
+    pairs_of,
+    slip_of_common_word,
+    unknown_words,
+    unmarked,
+)
 from rag.demo import demo_documents
 from rag.services import chunk_upsert
 from rag.units import SourceDocument, Unit
@@ -86,6 +95,25 @@ def test_two_words_typed_without_their_space_are_split():
     )
     # A capitalised name with no capital inside it is one word the index does not hold.
     assert correct_query("Where is Sunderland?", unknown={"sunderland"}, vocabulary=vocabulary)[1] == {}
+    # The documents write the two words side by side, or the word is one English writes whole
+    # ("outcome", "deadline"), whatever two shorter words spell it.
+    pairs = pairs_of(["The Packet switching page.", "Over the User Datagram Protocol."])
+    assert correct_query("what is packetswitching", unknown={"packetswitching"}, vocabulary=vocabulary, pairs=pairs)[
+        1
+    ] == {"packetswitching": "packet switching"}
+    words = {"out", "come", "dead", "line", "proposal", "review"}
+    pairs = pairs_of(["Find out. Come back to the line that is dead.", "The proposal review"])
+    for typed in ("what was the outcome of the review", "what is the proposal deadline"):
+        assert correct_query(typed, unknown={"outcome", "deadline"}, vocabulary=words, pairs=pairs)[1] == {}
+
+
+def test_a_word_the_documents_hold_in_another_form_is_no_slip():
+    vocabulary = {"complaints", "memos", "old"}
+    assert correct_query("who complained about old memos", unknown={"complained"}, vocabulary=vocabulary)[1] == {}
+    # A slip is still one: "complants" is no form of "complaints".
+    assert correct_query("any complants about memos", unknown={"complants"}, vocabulary=vocabulary)[1] == {
+        "complants": "complaints"
+    }
 
 
 def test_two_words_the_documents_write_as_one_are_joined():
@@ -189,3 +217,10 @@ def test_a_name_typed_without_its_accents_finds_what_the_documents_say(demo, loc
     assert "Café Szafé" in body["answer"], body["answer"]
     # The sources do mention it, as they write it: no "Nothing you can see mentions Krakow".
     assert "Nothing you can see" not in body["answer"], body["answer"]
+
+
+def test_a_slip_of_a_question_word_is_no_subject():
+    for typed in ("wat", "waht", "teh", "hwo", "becuase"):
+        assert slip_of_common_word(typed), typed
+    for word in ("cat", "goes", "redis", "what", "sync"):
+        assert not slip_of_common_word(word), word

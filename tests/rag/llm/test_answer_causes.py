@@ -46,6 +46,28 @@ def test_a_sum_of_money_states_a_price():
     assert not implied_terms("It ran 340 times in five weeks.")
 
 
+def test_a_day_something_is_due_by_states_a_deadline():
+    assert "deadline" in implied_terms("Decision: send a proposal with project-level access control by Friday.")
+    assert "deadline" in implied_terms("Reports are due on 2026-12-01.")
+    assert "deadline" in implied_terms("Finish it before the end of the month.")
+    assert not implied_terms("The memos were stored by 2 workers.")
+    assert not implied_terms("Founded by 1998 law.")
+
+
+def test_a_sentence_holds_the_question_words_it_writes_in_another_shape():
+    src = ContextSource(n=1, title="Notes", text="")
+
+    def matched(question: str, *texts: str) -> list[int]:
+        sentences = [Sentence(source=src, position=i, text=t) for i, t in enumerate(texts)]
+        score_overlap(sentences, content_terms(question))
+        return [s.matched for s in sentences]
+
+    # A compound the question joined with a hyphen ("rate-limit", as another source writes it).
+    assert matched("what was said about rate-limits", "The sync hit rate limits twice.", "The rate went up.") == [1, 0]
+    # A dotted setting holds its parts: the question "ef_search" splits them.
+    assert matched("what is ef_search", "At query time hnsw.ef_search sets the width.", "Search is hybrid.") == [2, 1]
+
+
 def test_what_something_costs_is_answered_by_the_sentence_with_the_sum(local_embedder):
     sources = [
         ContextSource(
