@@ -114,7 +114,7 @@ GENERIC_TERMS = frozenset(
     for w in [
         "decide", "agree", "say", "talk", "discuss", "happen", "mention", "new", "update", "plan", "conclude",
         "propose", "next", "action", "item", "summary", "summarize", "outcome", "result", "think", "opinion",
-        "view", "feel", "idea", "consider", "reason", "detail",
+        "view", "feel", "idea", "consider", "reason", "detail", "attend", "attendee", "participate", "participant",
     ]
 )  # fmt: skip
 

@@ -248,7 +248,9 @@ def match_values(text: str, values: list[str], *, names: bool = False) -> list[s
     candidates = [(v, v) for v in values if len(v) >= 2]
     candidates += [(options[0].split()[0], options[0]) for options in first_names.values() if len(options) == 1]
     for needle, value in sorted(candidates, key=lambda c: -len(c[0])):
-        pattern = rf"(?<![\w-]){re.escape(needle) if names else _plural_forms(needle)}(?![\w-])"
+        # A name's possessive typed without its apostrophe ("what are sams tasks") is the name.
+        needle_re = rf"{re.escape(needle)}(?:s(?=\s))?" if names else _plural_forms(needle)
+        pattern = rf"(?<![\w-]){needle_re}(?![\w-])"
         flags = re.I if (not names or lower_question) else 0
         for m in re.finditer(pattern, text, flags):
             if names and not lower_question and not m.group(0)[:1].isupper():

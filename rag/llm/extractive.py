@@ -32,6 +32,7 @@ from rag.llm.counts import counted_thing, counts_thing
 from rag.llm.listing import newest_first, on_subject, says_kind, states, stating, wants_all
 from rag.llm.prose import (
     asks_how_often,
+    attended_lead,
     dated_lead,
     dated_sources,
     expected_form_missing,
@@ -420,6 +421,11 @@ class ExtractiveLLM:
         chosen, _ = self.select(
             question=question, sources=sources, topic=topic, already_said=already_said, stated=stated
         )
+        more = asks_for_more(question) or any(p.startswith(STATED_MORE_ABOUT) for p in stated or [])
+        if not chosen and already_said and not more:
+            # A follow-up answers with what was not quoted yet when it can; "what did they decide"
+            # after a quote of the decision is answered by that decision again, not by "nothing more".
+            chosen, _ = self.select(question=question, sources=sources, topic=topic, stated=stated)
         if not chosen:
             if already_said:
                 yield "These sources hold nothing more on this than what I already quoted."
@@ -444,6 +450,8 @@ class ExtractiveLLM:
         spoken = bool(chosen[0].speaker)
         if when := dated_lead(question, [c.text for c in chosen], sources, spoken=spoken):
             yield when + "\n\n"  # a meeting's lines seldom say its date: its metadata does
+        if present := attended_lead(question, [c.source for c in chosen]):
+            yield present + "\n\n"  # nor who took part
         if unvoiced := unvoiced_lead(question, content_terms(question), chosen, sources):
             yield unvoiced + "\n\n"  # Sam speaks in these meetings, but decided nothing quoted here
         if lead.agenda:
@@ -460,6 +468,17 @@ class ExtractiveLLM:
             else:
                 yield cite(first.text, first.source.n)
             previous = first.source.n
+
+
+_MORE_RE = re.compile(
+    r"\b(?:more|else|other|others|another|further|besides|rest|continue|go\s+on|keep\s+going|elaborate|expand)\b",
+    re.I,
+)
+
+
+def asks_for_more(question: str) -> bool:
+    """"Tell me more", "what else", "any other decisions": beyond what was already quoted."""
+    return bool(_MORE_RE.search(question))
 
 
 _HOW_TO_RE = re.compile(

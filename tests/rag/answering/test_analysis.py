@@ -51,6 +51,10 @@ def test_known_names_match_capitalised_and_by_unambiguous_first_name():
     assert match_values("How many times did I meet Leo this year?", people, names=True) == ["Leo Martin"]
     assert match_values("what will Ana say", people, names=True) == ["Ana"]  # "will" is not Will
     assert match_values("dinner with ana and will", people, names=True) == ["Will", "Ana"]  # all lower case
+    # A possessive typed without its apostrophe is the name; a longer word that starts with it is not.
+    assert match_values("what are leos tasks", people, names=True) == ["Leo Martin"]
+    assert match_values("what are anas tasks", people, names=True) == ["Ana"]
+    assert match_values("leonardo and anastasia", people, names=True) == []
 
 
 def test_tags_match_plural_forms_and_whole_words_only():
