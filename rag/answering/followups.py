@@ -231,6 +231,20 @@ def asks_who_was_there(question: str) -> bool:
     return not (content_terms(question) - _QUESTION_WORDS - _PRESENCE_WORDS)
 
 
+# "Who attended the acme kickoff?", "who was at the review", "who took part in it": the people of
+# the meeting the question names, which its metadata lists and its lines seldom say.
+_TOOK_PART_RE = re.compile(
+    r"^\s*(?:(?:and|so)\s+)?who\s+(?:else\s+)?(?:attended|joined|came\s+to|participated\s+in|took\s+part\s+in"
+    r"|(?:was|were)\s+(?:at|in|there|present|invited\s+to))\b",
+    re.I,
+)
+
+
+def asks_who_took_part(question: str) -> bool:
+    """A question asking who took part in something it names ("who attended the acme kickoff")."""
+    return bool(_TOOK_PART_RE.search(question))
+
+
 def _names_list(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 

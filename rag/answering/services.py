@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import closing
 
@@ -369,14 +370,21 @@ def _answer_offline(run: AskRun, llm, conversation: conv.Conversation) -> list[s
 
 
 def _with_who_statement(run: AskRun, conversation: conv.Conversation, parts: list[str]) -> list[str]:
-    """"Who was it with?" after a question about a meeting: its people, from the metadata, first.
+    """"Who was it with?" after a question about a meeting, or "who attended the acme kickoff?":
+    the people of the meeting (the one the conversation quoted first, or the one this answer
+    quotes first), from the metadata, first.
 
     The quotes follow only when they cite something ("nothing more than what I already quoted"
     is not worth saying after the names)."""
-    if not conversation.exchanges or not run.docs or not followups.asks_who_was_there(run.query):
+    if not run.docs:
         return parts
-    first_cited = set(conversation.last.cited[:1])
-    doc = next((d for d in run.docs if first_cited & {h.chunk_uid for h in d.hits}), run.docs[0])
+    if conversation.exchanges and followups.asks_who_was_there(run.query):
+        first_cited = set(conversation.last.cited[:1])
+        doc = next((d for d in run.docs if first_cited & {h.chunk_uid for h in d.hits}), run.docs[0])
+    elif followups.asks_who_took_part(run.query) and (m := re.search(r"\[(\d+)\]", "".join(parts))):
+        doc = next((d for d in run.docs if d.n == int(m.group(1))), run.docs[0])
+    else:
+        return parts
     statement = followups.who_statement(doc)
     if not statement:
         return parts

@@ -90,12 +90,9 @@ class SourceDoc:
 
     def context(self) -> ContextSource:
         best = self.best
-        people = (best.metadata or {}).get("people")
-        people = [people] if isinstance(people, str) else people if isinstance(people, list) else []
         return ContextSource(
             n=self.n, title=plain_text(best.title), text=self.text,
             date=best.date.isoformat() if best.date else "", breadcrumb=best.breadcrumb, agenda=self.agenda,
-            people=", ".join(str(p) for p in people if str(p).strip()),
         )  # fmt: skip
 
     def as_dict(self) -> dict:

@@ -124,9 +124,12 @@ def misspelt_people(text: str, known: list[str], *, taken: list[str], unknown: s
 
 # The words a question is built with, which a hurried typist slips on most.
 _GRAMMAR_WORDS = frozenset(
-    "what who whom whose where when why how which the there their they this that these those is are was "
-    "were did does have has had can could would should will about with from because".split()
-)
+    (
+        "what", "who", "whom", "whose", "where", "when", "why", "how", "which", "the", "there", "their", "they",
+        "this", "that", "these", "those", "is", "are", "was", "were", "did", "does", "have", "has", "had", "can",
+        "could", "would", "should", "will", "about", "with", "from", "because",
+    )
+)  # fmt: skip
 
 
 def slip_of_common_word(word: str) -> bool:

@@ -60,6 +60,7 @@ class Sentence:
     specific: float = 0.0
     section: str = ""  # the headings a note's sentence sits under ("Usage Using a Macro")
     before: str = ""  # the sentence before it in its source ("" for the first)
+    said: bool = False  # the conversation already quoted it
 
     @property
     def asks(self) -> bool:
@@ -89,9 +90,9 @@ def embedded_text(c: Sentence) -> str:
     return f"{subject}: {c.text}" if subject else c.text
 
 
-def unsaid_sentences(sources: list[ContextSource], already_said: str) -> list[Sentence]:
+def unsaid_sentences(sources: list[ContextSource], already_said: str, *, keep_said: bool = False) -> list[Sentence]:
     """Every distinct sentence (or speaker turn) of the sources that the conversation has not
-    already said."""
+    already said; with ``keep_said``, those it said too, marked ``said``."""
     said = {norm(s) for s in split_sentences(already_said, max_chars=10_000)} if already_said else set()
     said_text = norm(already_said)
     candidates: list[Sentence] = []
@@ -107,11 +108,14 @@ def unsaid_sentences(sources: list[ContextSource], already_said: str) -> list[Se
             if key in seen:
                 continue  # overlapping chunks repeat sentences
             seen.add(key)
-            if key in said or (len(key) > 30 and key in said_text):
+            was_said = key in said or (len(key) > 30 and key in said_text)
+            if was_said and not keep_said:
                 continue
             section = sections[pos] if len(sections) == len(turns) else ""
             candidates.append(
-                Sentence(source=src, position=pos, text=text, speaker=speaker, section=section, before=before)
+                Sentence(
+                    source=src, position=pos, text=text, speaker=speaker, section=section, before=before, said=was_said
+                )
             )
     return without_fragments(candidates)
 

@@ -24,8 +24,6 @@ class ContextSource:
     # The document's agenda item (a meeting's topic) that the question is about, when one is
     # close enough to say so: the question names a part of this document.
     agenda: str = ""
-    # Who took part (a meeting's participants, from its metadata), comma-separated.
-    people: str = ""
 
 
 _SOURCE_RE = re.compile(r'<source id="(\d+)"([^>]*)>\n?(.*?)\n?</source>', re.S)
@@ -65,8 +63,6 @@ def format_user_prompt(
             attrs += f' path="{_attr(src.breadcrumb)}"'
         if src.agenda:
             attrs += f' agenda="{_attr(src.agenda)}"'
-        if src.people:
-            attrs += f' people="{_attr(src.people)}"'
         body = src.text.replace("</source", "</ source")
         parts.append(f'<source id="{src.n}" {attrs}>\n{body}\n</source>')
     parts.append("</sources>")
@@ -102,7 +98,6 @@ def parse_user_prompt(text: str) -> tuple[str, list[ContextSource], str]:
                 date=attrs.get("date", ""),
                 breadcrumb=attrs.get("path", ""),
                 agenda=attrs.get("agenda", ""),
-                people=attrs.get("people", ""),
                 text=match.group(3).replace("</ source", "</source"),
             )
         )

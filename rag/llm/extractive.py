@@ -32,7 +32,6 @@ from rag.llm.counts import counted_thing, counts_thing
 from rag.llm.listing import newest_first, on_subject, says_kind, states, stating, wants_all
 from rag.llm.prose import (
     asks_how_often,
-    attended_lead,
     dated_lead,
     dated_sources,
     expected_form_missing,
@@ -96,6 +95,7 @@ class ExtractiveLLM:
         pairs_weight: float = 0.2,
         rare_weight: float = 0.1,
         count_bonus: float = 0.3,
+        said_penalty: float = 0.3,
     ):
         self._embedder = embedder
         self.max_sentences = max_sentences
@@ -124,6 +124,8 @@ class ExtractiveLLM:
         self.pairs_weight = pairs_weight
         self.rare_weight = rare_weight
         self.count_bonus = count_bonus
+        # What the conversation already quoted, against a sentence it has not (see ``select``).
+        self.said_penalty = said_penalty
 
     @property
     def embedder(self):
@@ -168,7 +170,10 @@ class ExtractiveLLM:
         filters, so the best sentences are quoted rather than refused.
         """
         question, narrowed = _without_stated(question, stated)
-        candidates = unsaid_sentences(sources, already_said)
+        # "Tell me more", "what else": only what the conversation has not quoted yet. Any other
+        # follow-up prefers it too (``said_penalty``), but "why did it go up?" is answered by the
+        # quote of why it went up, however recently said, before a new sentence that does not.
+        candidates = unsaid_sentences(sources, already_said, keep_said=not asks_for_more(question, stated))
         if not candidates:
             return [], 0.0
         question = joined_as_written(question, [*(c.text for c in candidates), *(s.title for s in sources)])
@@ -229,6 +234,7 @@ class ExtractiveLLM:
                 cand.relevance -= self.question_penalty
             elif prose and only_points_elsewhere(cand.text):
                 cand.relevance -= self.question_penalty  # "See Logseq Sync Encryption.": no answer
+            cand.relevance -= self.said_penalty * cand.said
             prior = 1.0 - rank.get(cand.source.n, 0) / n_sources
             cand.score = cand.relevance + self.source_rank_weight * prior
         self.last_candidates = candidates
@@ -268,7 +274,10 @@ class ExtractiveLLM:
             pool, pool_vecs, floor_ratio=floor_ratio, whole=whole, about=about, leads=leads,
             latest=dated and asked_listing(question) is not None, dated=dated,
         )  # fmt: skip
-        chosen = from_first_step(question, chosen, candidates, max_sentences=self.max_sentences)
+        # The steps start at the first one not quoted yet ("and how do i use it" after the steps
+        # that create it).
+        unsaid = [c for c in candidates if not c.said]
+        chosen = from_first_step(question, chosen, unsaid, max_sentences=self.max_sentences)
         chosen = with_antecedents(chosen, candidates)
         if prose and not narrowed and chosen and self._answers_otherwise(question, chosen):
             return [], best_similarity
@@ -421,11 +430,6 @@ class ExtractiveLLM:
         chosen, _ = self.select(
             question=question, sources=sources, topic=topic, already_said=already_said, stated=stated
         )
-        more = asks_for_more(question) or any(p.startswith(STATED_MORE_ABOUT) for p in stated or [])
-        if not chosen and already_said and not more:
-            # A follow-up answers with what was not quoted yet when it can; "what did they decide"
-            # after a quote of the decision is answered by that decision again, not by "nothing more".
-            chosen, _ = self.select(question=question, sources=sources, topic=topic, stated=stated)
         if not chosen:
             if already_said:
                 yield "These sources hold nothing more on this than what I already quoted."
@@ -450,8 +454,6 @@ class ExtractiveLLM:
         spoken = bool(chosen[0].speaker)
         if when := dated_lead(question, [c.text for c in chosen], sources, spoken=spoken):
             yield when + "\n\n"  # a meeting's lines seldom say its date: its metadata does
-        if present := attended_lead(question, [c.source for c in chosen]):
-            yield present + "\n\n"  # nor who took part
         if unvoiced := unvoiced_lead(question, content_terms(question), chosen, sources):
             yield unvoiced + "\n\n"  # Sam speaks in these meetings, but decided nothing quoted here
         if lead.agenda:
@@ -476,9 +478,9 @@ _MORE_RE = re.compile(
 )
 
 
-def asks_for_more(question: str) -> bool:
+def asks_for_more(question: str, stated: list[str] | None = None) -> bool:
     """"Tell me more", "what else", "any other decisions": beyond what was already quoted."""
-    return bool(_MORE_RE.search(question))
+    return bool(_MORE_RE.search(question)) or any(p.startswith(STATED_MORE_ABOUT) for p in stated or [])
 
 
 _HOW_TO_RE = re.compile(

@@ -115,29 +115,6 @@ def dated_lead(question: str, sentences: list[str], sources: list, *, spoken: bo
     return " ".join(f"“{s.title}” is dated {s.date} [{s.n}]." for s in dated_sources(question, sources))
 
 
-# "Who attended the kickoff?", "who was at the review", "who took part in it": the participants.
-_ATTENDED_RE = re.compile(
-    r"^\s*(?:(?:and|so)\s+)?who\s+(?:(?:else\s+)?(?:attended|joined|came\s+to|participated\s+in|took\s+part\s+in)"
-    r"|(?:was|were)\s+(?:at|in|there)|(?:is|was|were)\s+(?:invited\s+to|present))\b",
-    re.I,
-)
-
-
-def attended_lead(question: str, chosen_sources: list) -> str:
-    """For "who attended…?", the participants the quoted meeting lists, cited ("“Acme Capital
-    kickoff” lists as participants Leo Martin and Maya Chen [1]."): its lines show who spoke,
-    its metadata who took part. Empty for any other question or a source listing no one."""
-    if not _ATTENDED_RE.search(question):
-        return ""
-    lines = []
-    for src in {src.n: src for src in chosen_sources}.values():
-        names = [n.strip() for n in src.people.split(",") if n.strip()]
-        if names:
-            listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-            lines.append(f"“{src.title}” lists as participants {listed} [{src.n}].")
-    return " ".join(lines[:3])
-
-
 def has_expected_form(question: str, sentence: str) -> bool:
     """The sentence holds what the question's form asks for: a time for "when", a number for
     "how many", a frequency for "how often", a name for "who" (False when the question asks for no

@@ -8,7 +8,7 @@ import pytest
 
 from rag.answering.analysis import parse_query
 from rag.answering.conversations import NEW_QUERY, REUSE, Conversation, Exchange, choose_strategy
-from rag.answering.followups import asks_who_was_there, offline_rewrite
+from rag.answering.followups import asks_who_took_part, asks_who_was_there, offline_rewrite
 from rag.answering.selectors import Facets
 from rag.search import SearchFilters
 
@@ -118,3 +118,13 @@ def test_with_an_llm_a_follow_up_is_rewritten_and_a_failure_falls_back(settings,
 )  # fmt: skip
 def test_which_follow_ups_ask_who_took_part(question, expected):
     assert asks_who_was_there(question) is expected
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [("who attended the acme kickoff", True), ("Who was at the pilot review?", True),
+     ("and who took part in the weekly", True), ("who joined the northwind intro", True),
+     ("Who decided the budget?", False), ("who is going to do releases", False), ("who was Leo", False)],
+)  # fmt: skip
+def test_which_questions_ask_who_took_part_in_what_they_name(question, expected):
+    assert asks_who_took_part(question) is expected
