@@ -148,6 +148,13 @@ def test_a_word_typed_without_its_accents_is_the_documents_word():
     assert correct_query("Who captured Fort Beausejoux?", unknown={"beausejoux"}, vocabulary=vocabulary)[1] == {}
 
 
+def test_a_slip_of_a_question_word_is_no_subject():
+    for typed in ("wat", "waht", "teh", "hwo", "becuase"):
+        assert slip_of_common_word(typed), typed
+    for word in ("cat", "goes", "redis", "what", "sync"):
+        assert not slip_of_common_word(word), word
+
+
 # -- through the ask, on the demo corpus ----------------------------------------------------------
 
 
@@ -218,9 +225,3 @@ def test_a_name_typed_without_its_accents_finds_what_the_documents_say(demo, loc
     # The sources do mention it, as they write it: no "Nothing you can see mentions Krakow".
     assert "Nothing you can see" not in body["answer"], body["answer"]
 
-
-def test_a_slip_of_a_question_word_is_no_subject():
-    for typed in ("wat", "waht", "teh", "hwo", "becuase"):
-        assert slip_of_common_word(typed), typed
-    for word in ("cat", "goes", "redis", "what", "sync"):
-        assert not slip_of_common_word(word), word
