@@ -359,6 +359,14 @@ def build_chips(query: str, analysis: QueryAnalysis) -> list[FilterChip]:
     return chips
 
 
+def latest_meeting_day(query: str, facets: Facets) -> tuple[dt.date, str] | None:
+    """"What happened in the last meeting": the day of the newest meeting the person can see, and
+    the phrase that asked for it (None when the question names no such meeting, or none is dated)."""
+    if facets.latest_meeting and (m := LATEST_MEETING_RE.search(query)):
+        return dt.date.fromisoformat(facets.latest_meeting), m.group(0)
+    return None
+
+
 def parse_query(
     query: str, *, today: dt.date, facets: Facets, unknown: set[str] | frozenset[str] = frozenset()
 ) -> QueryAnalysis:
@@ -367,10 +375,9 @@ def parse_query(
     ``unknown``: the question's words no visible document holds; one a letter or two from a
     known person's first name is read as that name misspelt."""
     date_from, date_to, phrase = parse_dates(query, today)
-    if not (date_from or date_to) and facets.latest_meeting and (m := LATEST_MEETING_RE.search(query)):
-        # "what happened in the last meeting": the day of the newest meeting the person can see.
-        date_from = date_to = dt.date.fromisoformat(facets.latest_meeting)
-        phrase = m.group(0)
+    if not (date_from or date_to) and (latest := latest_meeting_day(query, facets)):
+        date_from = date_to = latest[0]
+        phrase = latest[1]
     text = re.sub(re.escape(phrase), " ", query, flags=re.I) if phrase else query
     people = match_values(text, facets.values("people"), names=True)
     people += misspelt_people(text, facets.values("people"), taken=people, unknown=set(unknown))
@@ -492,6 +499,9 @@ def llm_analyse(
         date_from, date_to = date_to, date_from
     if not _TEMPORAL_RE.search(query):  # dates only when the question speaks of time
         date_from = date_to = None
+    phrase = "" if not (date_from or date_to) else "(model)"
+    if not (date_from or date_to) and (latest := latest_meeting_day(query, facets)):
+        (date_from, phrase), date_to = latest, latest[0]
 
     def grounded(values: list[str]) -> list[str]:
         return [v for v in values if _grounded(v, query)]
@@ -501,7 +511,7 @@ def llm_analyse(
     analysis = QueryAnalysis(
         date_from=date_from,
         date_to=date_to,
-        date_phrase="" if not (date_from or date_to) else "(model)",
+        date_phrase=phrase,
         people=grounded(_canonical(data.get("people"), facets.values("people"))),
         tags=grounded(_canonical(data.get("tags"), facets.values("tags"))),
         entity=entity[0] if entity else None,

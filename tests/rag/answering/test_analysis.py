@@ -130,6 +130,18 @@ def test_llm_analysis_has_the_parser_shape_and_drops_invented_values(settings):
     assert sent["response_format"]["type"] == "json_schema"
 
 
+def test_the_last_meeting_is_read_the_same_when_a_model_analyses_the_question(settings):
+    from dataclasses import replace
+
+    analysis = {"date_from": None, "date_to": None, "people": [], "tags": [], "entity": None, "domain": None}
+    with FakeOpenAI(analysis=analysis) as fake:
+        use_fake(settings, fake)
+        facets = replace(FACETS, latest_meeting="2025-05-20")
+        a = analyse_query("what happened in the last meeting", today=TODAY, facets=facets, llm=get_llm())
+    assert (a.source, a.date_from, a.date_to) == ("llm", D(2025, 5, 20), D(2025, 5, 20))
+    assert a.chips[0].label == "date: 2025-05-20 (from 'the last meeting')"
+
+
 def test_llm_analysis_failure_falls_back_to_the_parser(settings):
     with FakeOpenAI(mode="error") as fake:
         use_fake(settings, fake)
