@@ -167,6 +167,21 @@ EVERYDAY_VERB_TERMS = frozenset(
     )
 )
 
+# A follow-up asking for more than the conversation already said ("tell me more", "what else",
+# "go on", a bare "why?").
+_ASKS_MORE_RE = re.compile(
+    r"\b(?:tell me more|more (?:about|on|details?)|go on|continue|what else|anything else|keep going|"
+    r"expand on|elaborate|(?:any|some) more|say more|and then)\b|^\s*(?:why|how so|really|such as|"
+    r"for example|example|like what)\s*\??\s*$",
+    re.I,
+)
+
+
+def asks_for_more(question: str) -> bool:
+    """Whether ``question`` asks for more than was already said."""
+    return bool(_ASKS_MORE_RE.search(question))
+
+
 # Words that ask for what is to be done: the kind of answer, no subject.
 ACTION_TERMS = frozenset(content_terms("action items todo todos to-do to-dos next steps follow-up follow-ups"))
 _NO_SUBJECT = DECISION_TERMS | GENERIC_TERMS | PERIOD_TERMS | LIST_REQUEST_TERMS | ACTION_TERMS

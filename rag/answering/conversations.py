@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from rag.interactions import conversation_turns
+from rag.words import asks_for_more
 
 NO_RAG = "NO_RAG"
 REUSE = "REUSE"
@@ -36,12 +37,6 @@ _TRANSFORM_RE = re.compile(
     r"reword|translate|condense|paraphrase|tl;?dr|make (?:it|that|this) (?:shorter|simpler|clearer)|"
     r"(?:put|write|list) (?:it|that|this) (?:in|as)|in (?:bullet points|one sentence|short|a table)|"
     r"explain (?:it|that|this)(?: again| simply| like)?\b|what do you mean)",
-    re.I,
-)
-_MORE_RE = re.compile(
-    r"\b(?:tell me more|more (?:about|on|details?)|go on|continue|what else|anything else|keep going|"
-    r"expand on|elaborate|(?:any|some) more|say more|and then)\b|^\s*(?:why|how so|really|such as|"
-    r"for example|example|like what)\s*\??\s*$",
     re.I,
 )
 _ANAPHORA_RE = re.compile(r"\b(?:that|this|it|those|these|them|they|he|she|his|her|there)\b", re.I)
@@ -119,7 +114,7 @@ def choose_strategy(*, question: str, conversation: Conversation, request_filter
     if subject and content_terms(subject) - content_terms(f"{last.topic} {last.query}"):
         # "tell me more about Northwind" after a question about Acme: a new subject, a new search.
         return NEW_QUERY
-    if _MORE_RE.search(question):
+    if asks_for_more(question):
         return REUSE
     # A short question that only points back ("when was that?") stays on the same sources.
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import re
 from collections.abc import Iterator
 from contextlib import closing
 
@@ -376,21 +375,22 @@ def _with_who_statement(run: AskRun, conversation: conv.Conversation, parts: lis
 
     The quotes follow only when they cite something ("nothing more than what I already quoted"
     is not worth saying after the names)."""
-    if not run.docs:
+    who_was_there = bool(conversation.exchanges) and followups.asks_who_was_there(run.query)
+    if not run.docs or not (who_was_there or followups.asks_who_took_part(run.query)):
         return parts
-    if conversation.exchanges and followups.asks_who_was_there(run.query):
+    quotes = CitationFilter(valid={d.n for d in run.docs})
+    quotes.feed("".join(parts))
+    quotes.flush()
+    if who_was_there:
         first_cited = set(conversation.last.cited[:1])
         doc = next((d for d in run.docs if first_cited & {h.chunk_uid for h in d.hits}), run.docs[0])
-    elif followups.asks_who_took_part(run.query) and (m := re.search(r"\[(\d+)\]", "".join(parts))):
-        doc = next((d for d in run.docs if d.n == int(m.group(1))), run.docs[0])
+    elif quotes.used:
+        doc = next(d for d in run.docs if d.n == quotes.used[0])
     else:
         return parts
     statement = followups.who_statement(doc)
     if not statement:
         return parts
-    quotes = CitationFilter(valid={d.n for d in run.docs})
-    quotes.feed("".join(parts))
-    quotes.flush()
     return [statement, *(["\n\n", *parts] if quotes.used else [])]
 
 

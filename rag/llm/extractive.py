@@ -53,7 +53,7 @@ from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitation
     spoken_lines,
     unvoiced_lead,
 )
-from rag.words import GENERIC_TERMS, asked_listing, content_terms, joined_as_written, listing_of
+from rag.words import GENERIC_TERMS, asked_listing, asks_for_more, content_terms, joined_as_written, listing_of
 
 logger = logging.getLogger(__name__)
 
@@ -173,7 +173,8 @@ class ExtractiveLLM:
         # "Tell me more", "what else": only what the conversation has not quoted yet. Any other
         # follow-up prefers it too (``said_penalty``), but "why did it go up?" is answered by the
         # quote of why it went up, however recently said, before a new sentence that does not.
-        candidates = unsaid_sentences(sources, already_said, keep_said=not asks_for_more(question, stated))
+        only_new = asks_for_more(question) or any(p.startswith(STATED_MORE_ABOUT) for p in stated or [])
+        candidates = unsaid_sentences(sources, already_said, keep_said=not only_new)
         if not candidates:
             return [], 0.0
         question = joined_as_written(question, [*(c.text for c in candidates), *(s.title for s in sources)])
@@ -470,17 +471,6 @@ class ExtractiveLLM:
             else:
                 yield cite(first.text, first.source.n)
             previous = first.source.n
-
-
-_MORE_RE = re.compile(
-    r"\b(?:more|else|other|others|another|further|besides|rest|continue|go\s+on|keep\s+going|elaborate|expand)\b",
-    re.I,
-)
-
-
-def asks_for_more(question: str, stated: list[str] | None = None) -> bool:
-    """"Tell me more", "what else", "any other decisions": beyond what was already quoted."""
-    return bool(_MORE_RE.search(question)) or any(p.startswith(STATED_MORE_ABOUT) for p in stated or [])
 
 
 _HOW_TO_RE = re.compile(

@@ -19,6 +19,15 @@ def days_ago(n: int) -> dt.date:
     return TODAY - dt.timedelta(days=n)
 
 
+def add_page(
+    embedder, *, collection: str, source_id: str, title: str, content: str, date: dt.date | None = None
+) -> None:
+    """Index one single-part document beside a test's corpus (the page or meeting it is about)."""
+    unit = Unit(unit_anchor="body", title=title, content=content, date=date)
+    document = SourceDocument(collection=collection, source_type="demo", source_id=source_id, units=[unit])
+    assert not chunk_upsert(documents=[document], embedder=embedder).errors
+
+
 JOURNAL = [
     # (id, days ago, people, tags, text)
     (

@@ -21,6 +21,7 @@ from rag.llm.transcripts import tidy_speech
 from rag.search import SearchFilters
 from rag.services import chunk_upsert
 from rag.units import SourceDocument, Unit
+from tests.rag.answering.conftest import add_page
 from tests.rag.answering.test_scenarios import DEMO_TODAY, pinned_today, users  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db(transaction=False)
@@ -305,15 +306,14 @@ def test_action_items_are_what_someone_took_on_newest_first(demo, question):
 
 def test_a_task_given_to_another_speaker_is_an_action_item(demo, local_embedder):
     # Minutes often say who takes a task on in the third person: it is that person's action item.
-    incident = SourceDocument(
-        collection="meetings", source_type="demo", source_id="meeting-incident-review",
-        units=[Unit(unit_anchor="body", title="Incident review", date=DEMO_TODAY - dt.timedelta(days=1), content=(
+    add_page(
+        local_embedder, collection="meetings", source_id="meeting-incident-review", title="Incident review",
+        date=DEMO_TODAY - dt.timedelta(days=1), content=(
             "Maya Chen: The nightly Notion sync failed twice on Sunday.\n"
             "Sam Okafor: The retry queue filled up before the backoff started.\n"
             "Maya Chen: Sam will send the incident report to the on-call channel by Monday."
-        ))],
+        ),
     )  # fmt: skip
-    assert not chunk_upsert(documents=[incident], embedder=local_embedder).errors
     body = ask(demo["member"], "what are the action items")
     assert "Sam will send the incident report" in body["answer"], body["answer"]
     assert "The retry queue filled up" not in body["answer"], body["answer"]

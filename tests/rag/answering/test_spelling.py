@@ -22,7 +22,7 @@ from rag.answering.spelling import (
 )
 from rag.demo import demo_documents
 from rag.services import chunk_upsert
-from rag.units import SourceDocument, Unit
+from tests.rag.answering.conftest import add_page
 from tests.rag.answering.test_scenarios import DEMO_TODAY, pinned_today, users  # noqa: F401 (fixtures)
 
 PEOPLE = Facets(
@@ -211,14 +211,12 @@ def test_words_of_a_person_not_visible_are_not_replaced_by_someone_elses(demo):
 
 @pytest.mark.django_db
 def test_a_name_typed_without_its_accents_finds_what_the_documents_say(demo, local_embedder):
-    history = SourceDocument(
-        collection="handbook", source_type="demo", source_id="offsite-2026",
-        units=[Unit(unit_anchor="body", title="Team offsite 2026", content=(
+    add_page(
+        local_embedder, collection="handbook", source_id="offsite-2026", title="Team offsite 2026", content=(
             "The team offsite takes place in Kraków from 14 to 16 October. "
             "The workshops are held at the Hotel Wawel; the dinner is at Café Szafé on the first evening."
-        ))],
+        ),
     )  # fmt: skip
-    assert not chunk_upsert(documents=[history], embedder=local_embedder).errors
     body = ask(demo["member"], "where is the offsite dinner in Krakow")
     assert "Kraków" in body["searched_query"], body["searched_query"]
     assert "Café Szafé" in body["answer"], body["answer"]
