@@ -21,7 +21,7 @@ me more most my myself no nor not now of off on once only or other our ours ours
 own same she should so some such than that the their theirs them themselves then there these
 they this those through to too under until up very was we were what when where which while who
 whom why will with would you your yours yourself yourselves tell please show give explain
-describe does much many way ways get make know want need also go goes going gone gonna"""
+describe does much many way ways get make know want need also go goes going gone gonna yet already still"""
 # Stop words typed without their apostrophe, as people type questions ("whats the p95", "whos on
 # call", "dont"): still stop words, never a word the documents failed to mention.
 _UNAPOSTROPHED = """whats whos wheres whens hows whys thats theres heres im ive youre theyre
@@ -115,6 +115,7 @@ GENERIC_TERMS = frozenset(
         "decide", "agree", "say", "talk", "discuss", "happen", "mention", "new", "update", "plan", "conclude",
         "propose", "next", "action", "item", "summary", "summarize", "outcome", "result", "think", "opinion",
         "view", "feel", "idea", "consider", "reason", "detail", "attend", "attendee", "participate", "participant",
+        "feedback", "reaction", "impression", "raise", "bring", "brought",
     ]
 )  # fmt: skip
 
@@ -135,7 +136,31 @@ STATES_DECISION_RE = re.compile(
     re.I,
 )
 # A question asking for what is to be done ("what are the action items", "any todos", "next steps").
-ASKS_ACTIONS_RE = re.compile(r"\b(?:action[- ]items?|to-?dos?|next steps?|follow[- ]ups?)\b", re.I)
+# A promise asked about ("what did we promise northwind", "what have we committed to"), or who is
+# to do something ("who is going to do releases now"), is the tasks taken on and the decisions
+# made, which are rarely written with those words ("I will hand the release checklist to Sam").
+_COMMITMENT = (
+    r"\b(?:we|i)\s+(?:have\s+|had\s+)?(?:promised?|committed|commit)\b|\bcommitments?\b"
+    r"|^\s*who\s*(?:is|are|'s|’s|s)\s+(?:going\s+to|gonna|supposed\s+to|responsible\s+for|in\s+charge\s+of)\b"
+    r"|^\s*who\s+(?:will|should|must)\b"
+)
+_COMMITMENT_TERMS = frozenset(
+    stem(w)
+    for w in ["promise", "promised", "promises", "commit", "committed", "commitment", "commitments", "responsible",
+              "charge", "supposed"]
+)
+ASKS_ACTIONS_RE = re.compile(rf"\b(?:action[- ]items?|to-?dos?|next steps?|follow[- ]ups?)\b|{_COMMITMENT}", re.I)
+
+
+def asked_terms(question: str) -> set[str]:
+    """A question's content terms, a promise or a task it asks about read as the tasks it is
+    stated as."""
+    terms = content_terms(question)
+    if re.search(_COMMITMENT, question, re.I):
+        terms = (terms - _COMMITMENT_TERMS) | {stem("action")}
+    return terms
+
+
 # A sentence that gives someone a task: labelled as one ("Action: Sam sends the notes"), a first
 # person's promise ("I will hand the release checklist to Sam", "we'll send it Friday"), or a
 # decision, which minutes list beside them. Only the first person: "the browser will paint" in a
@@ -214,7 +239,7 @@ def asked_listing(question: str) -> Listing | None:
     """``listing_of`` a question that names no subject ("what did we decide", "what are the action
     items", "list the decisions from last month"): then every such line answers it. None when the
     question names a subject or asks for no list."""
-    terms = content_terms(question)
+    terms = asked_terms(question)
     return listing_of(question, terms) if terms <= _NO_SUBJECT else None
 
 

@@ -258,7 +258,13 @@ def _spell_names(run: AskRun) -> bool:
             if m is None:
                 continue
             typed = m.group(0)
-            canonical = value if len(typed.split()) > 1 or typed.lower() == value.lower() else value.split()[0]
+            first = value.split()[0]
+            if typed.lower() == f"{first.lower()}s" and typed.lower() != value.lower():
+                canonical = f"{first}'s"  # "sams tasks": the possessive, its apostrophe left out
+            elif len(typed.split()) > 1 or typed.lower() == value.lower():
+                canonical = value
+            else:
+                canonical = first
             text = text[: m.start()] + canonical + text[m.end() :]
         return text
 
@@ -389,7 +395,12 @@ def _with_listed(run: AskRun, search, hits: list[Hit], *, applied: SearchFilters
     lines poorly, so the words they are stated in are searched too. The hits that state one,
     scored alike so that every document holding one stays among the sources; ``hits`` when none
     does."""
-    listing = asked_listing(run.searched_query)
+    # A period is a filter, not a subject: "what did we decide in 2025" names none.
+    question = run.searched_query
+    for chip in run.chips:
+        if chip.field == "date" and chip.phrase:
+            question = re.sub(re.escape(chip.phrase), " ", question, flags=re.I)
+    listing = asked_listing(question)
     if listing is None:
         return hits
     found = {h.chunk_uid: h for h in [*hits, *search(applied, listing.search)]}

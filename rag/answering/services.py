@@ -40,6 +40,7 @@ from rag.search import (
     SearchRequestError,
     validate_query,
 )
+from rag.words import asks_for_more
 
 logger = logging.getLogger(__name__)
 
@@ -226,6 +227,10 @@ def _messages(run: AskRun, llm, conversation: conv.Conversation) -> list[dict]:
         # "who raised them?": the subject comes from the conversation, so the sources were
         # chosen for it; the follow-up's own few words only say which part is wanted.
         stated.append(f"conversation: {run.searched_query}")
+    elif run.strategy == conv.REUSE and not asks_for_more(run.query):
+        # "what did they want?" on the last answer's sources: as above, they were chosen for the
+        # conversation's subject ("tell me more" wants only what was not said: no such mark).
+        stated.append(f"conversation: {run.topic}")
     elif run.rewrite == "new_subject":
         # "tell me more about Northwind": the sources were found for the subject, and the person
         # wants what they say about it, not only the one sentence that names it.
@@ -371,16 +376,23 @@ def _answer_offline(run: AskRun, llm, conversation: conv.Conversation) -> list[s
 def _with_who_statement(run: AskRun, conversation: conv.Conversation, parts: list[str]) -> list[str]:
     """"Who was it with?" after a question about a meeting, or "who attended the acme kickoff?":
     the people of the meeting (the one the conversation quoted first, or the one this answer
-    quotes first), from the metadata, first.
+    quotes first), from the metadata, first; "who is sam?": the meetings Sam took part in.
 
     The quotes follow only when they cite something ("nothing more than what I already quoted"
     is not worth saying after the names)."""
     who_was_there = bool(conversation.exchanges) and followups.asks_who_was_there(run.query)
-    if not run.docs or not (who_was_there or followups.asks_who_took_part(run.query)):
+    person = next(
+        (c.value for c in run.chips if c.field == "people" and followups.asks_who_is(run.query, c.value)), ""
+    )
+    if not run.docs or not (who_was_there or person or followups.asks_who_took_part(run.query)):
         return parts
     quotes = CitationFilter(valid={d.n for d in run.docs})
     quotes.feed("".join(parts))
     quotes.flush()
+    if person:
+        # "who is sam": where the person took part, then what the sources quote of them.
+        statement = followups.person_statement(person, run.docs)
+        return [statement, *(["\n\n", *parts] if quotes.used else [])] if statement else parts
     if who_was_there:
         first_cited = set(conversation.last.cited[:1])
         doc = next((d for d in run.docs if first_cited & {h.chunk_uid for h in d.hits}), run.docs[0])

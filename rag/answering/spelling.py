@@ -73,11 +73,12 @@ class _Span:
 
 def find_name(value: str, text: str, *, unknown: set[str] | None = None) -> re.Match | _Span | None:
     """Where ``text`` names the person ``value``: the whole name or its first name, in any case,
-    or spelt one or two letters off ("mya", "maia chen") by a word in ``unknown`` (the words no
-    document holds; any word when None)."""
+    its possessive typed without the apostrophe ("sams tasks"), or spelt one or two letters off
+    ("mya", "maia chen") by a word in ``unknown`` (the words no document holds; any word when
+    None)."""
     parts = value.split()
     for needle in [value, *(parts[:1] if len(parts) > 1 else [])]:
-        m = re.search(rf"(?<![\w-]){re.escape(needle)}(?![\w-])", text, re.I)
+        m = re.search(rf"(?<![\w-]){re.escape(needle)}(?:s(?=\s))?(?![\w-])", text, re.I)
         if m:
             return m
     first = parts[0] if parts else ""

@@ -155,6 +155,12 @@ def score_overlap(candidates: list[Sentence], q_terms: set[str]) -> None:
     title_terms = [
         content_terms(f"{c.source.title} {c.section} {c.before if leans_on_before(c.text) else ''}") for c in candidates
     ]
+    # A heading's own words, those its page title lacks, set its sentences apart from the rest of
+    # the page ("Using a Macro" on "Macros"): they count as the sentence's own.
+    own_terms = [
+        own | (content_terms(c.section) - content_terms(c.source.title))
+        for own, c in zip(own_terms, candidates, strict=True)
+    ]
     df: dict[str, int] = {}
     for own, title in zip(own_terms, title_terms, strict=True):
         for term in (own | title) & q_terms:

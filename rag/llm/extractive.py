@@ -37,6 +37,7 @@ from rag.llm.prose import (
     expected_form_missing,
     has_expected_form,
     names_the_title,
+    naming_sources,
     negation_unmet,
     only_points_elsewhere,
     unmentioned_names,
@@ -53,7 +54,15 @@ from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitation
     spoken_lines,
     unvoiced_lead,
 )
-from rag.words import GENERIC_TERMS, asked_listing, asks_for_more, content_terms, joined_as_written, listing_of
+from rag.words import (
+    GENERIC_TERMS,
+    asked_listing,
+    asked_terms,
+    asks_for_more,
+    content_terms,
+    joined_as_written,
+    listing_of,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +188,7 @@ class ExtractiveLLM:
             return [], 0.0
         question = joined_as_written(question, [*(c.text for c in candidates), *(s.title for s in sources)])
         query = f"{topic} {question}".strip() if topic else question
-        q_terms = content_terms(query)
+        q_terms = asked_terms(query)
         n_sources = max(len(sources), 1)
         rank = {src.n: i for i, src in enumerate(sources)}
         score_overlap(candidates, q_terms)
@@ -258,12 +267,10 @@ class ExtractiveLLM:
         # handbook page on Notion ranks: that page is no one's words.
         said = lines_said_by(question, q_terms, candidates)
         listed = listing_of(question, q_terms) if whole else None  # every decision (task) asked for
-        about = _quotable_sources(question, sources, candidates, q_terms, whole=whole and not said)
+        about = _quotable_sources(question, sources, candidates, q_terms, whole=whole and not said, spoken=not prose)
         kept = said or spoken_lines(question, candidates) or stating(candidates, listed, about, q_terms)
         pool, pool_vecs = _only(kept, candidates, vecs)
-        # A written answer opens with a sentence relevant on its own: closeness alone ("call stack"
-        # for "who is on call") must not lead because another source made the question relevant.
-        leads = {id(c) for c in pool if self._answers(c, q_terms, question)} if prose and not narrowed else None
+        leads = self._leads(pool, q_terms, question, prose=prose) if not narrowed else None
         # A list of decisions (tasks), some of them dated (meetings), is read newest first.
         dated = bool(
             listed
@@ -304,6 +311,20 @@ class ExtractiveLLM:
         said = " ".join([titles, *texts])
         return bool(_names_unsaid(question, said, titles))
 
+    def _leads(self, pool: list[Sentence], q_terms: set[str], question: str, *, prose: bool) -> set[int] | None:
+        """The candidates (ids) the answer may open with; None: any.
+
+        A written answer opens with a sentence relevant on its own: closeness alone ("call stack"
+        for "who is on call") must not lead because another source made the question relevant.
+        Among lines, one holding every word of the question ("Decision: send a proposal … by
+        Friday" for "the proposal deadline") opens before a line of a higher-ranked meeting that
+        holds one of them; a question asked in the meeting holds them too, and answers nothing."""
+        if prose:
+            return {id(c) for c in pool if self._answers(c, q_terms, question)}
+        if len(q_terms) < 2:
+            return None
+        return {id(c) for c in pool if c.matched == len(q_terms) and not c.asks} or None
+
     def _relevant(self, candidates: list[Sentence], q_terms: set[str], question: str = "") -> bool:
         """Whether any candidate answers the question rather than merely sharing its topic.
 
@@ -330,10 +351,12 @@ class ExtractiveLLM:
             or (c.similarity >= self.related_similarity and (c.matched >= 2 or c.specific >= self.min_specific))
             or (c.similarity >= self.min_similarity and c.specific >= self.min_specific)
             or (
-                c.overlap >= self.min_overlap
+                # Every word of the subject held counts as much as most of the question's words:
+                # "who raised the rate limits" needs no sentence saying "raised".
+                (c.overlap >= self.min_overlap or c.specific >= 1.0)
                 and c.similarity >= self.overlap_similarity
                 and c.specific >= self.min_specific
-                and (c.matched >= 2 or len(q_terms) == 1)
+                and (c.matched >= 2 or len(q_terms - GENERIC_TERMS) == 1)
             )
             or (c.speaker and names_speaker(question, c.speaker) and (c.matched or not _asks_beyond(q_terms, c)))
             # "What did we decide?" is answered by any line stating a decision, whatever its words
@@ -531,14 +554,21 @@ def _asks_beyond(q_terms: set[str], line: Sentence) -> bool:
 
 
 def _quotable_sources(
-    question: str, sources: list[ContextSource], candidates: list[Sentence], q_terms: set[str], *, whole: bool
+    question: str, sources: list[ContextSource], candidates: list[Sentence], q_terms: set[str], *, whole: bool,
+    spoken: bool = False,
 ) -> set[int] | None:
     """The sources the answer may quote (None: any): the one dated source a "when…?" names ("when
-    did we last meet acme?" is the lines of that meeting), or those on the question's subject when
-    it wants every decision or step."""
+    did we last meet acme?" is the lines of that meeting); else, among ``spoken`` sources (meetings
+    beside any others), those that mention the names the question does, when some do; and of them
+    those on the question's subject when it wants every decision or step. (An article's chunk
+    often names its subject only as "the Institute" or "it": written sources are not narrowed so.)"""
     if len(dated := dated_sources(question, sources)) == 1:
         return {dated[0].n}
-    return on_subject(candidates, q_terms) if whole else None
+    naming = naming_sources(question, sources) if spoken else None
+    subject = on_subject(candidates, q_terms) if whole else None
+    if naming is None or subject is None:
+        return naming if subject is None else subject
+    return (naming & subject) or subject
 
 
 def _only(kept: list[Sentence], candidates: list[Sentence], vecs: list[list[float]]) -> tuple[list, list]:

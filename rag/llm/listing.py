@@ -67,6 +67,12 @@ def stating(
         return []
     lines = [c for c in candidates if states(listed, c.text, c.source.text) and (about is None or c.source.n in about)]
     subject = q_terms - LIST_TERMS - GENERIC_TERMS - LIST_REQUEST_TERMS
+    if subject:
+        # A meeting on the subject also decides other things: those lines that say the subject,
+        # or sit under a title that does, are the ones asked for ("who is going to do releases
+        # now" is not answered by the same 1:1's decision on Northwind).
+        on_it = [c for c in lines if subject & content_terms(f"{c.source.title} {c.text}")]
+        lines = on_it or lines
     people = {c.speaker for c in candidates if c.speaker and subject & content_terms(c.speaker)}
     if not people:
         return lines

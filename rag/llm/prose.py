@@ -89,10 +89,15 @@ def dated_sources(question: str, sources: list) -> list:
     """For "when…?" about dated sources themselves ("when did we meet acme?"): the dated sources
     whose titles name most of the question's subject, oldest first; only the latest for "last",
     the earliest for "first". Empty when the question asks no "when" or no title names its subject
-    ("when is the next release?" is not answered by the date of the 1:1 that mentions it)."""
+    ("when is the next release?" is not answered by the date of the 1:1 that mentions it); the one
+    dated source when the question names nothing ("when was that?")."""
     if not _WHEN_RE.search(question):
         return []
     subject = content_terms(question) - _OCCASION_TERMS
+    if not subject:
+        # "when was that?" on the last answer's one dated source: that source is the subject.
+        dated = [s for s in sources if s.date]
+        return dated if len(dated) == 1 else []
     named = [(len(subject & content_terms(s.title)), s) for s in sources if s.date]
     best = max((k for k, _ in named), default=0)
     if not best:
@@ -174,6 +179,19 @@ def unmentioned_names(question: str, sources_text: str) -> list[str]:
             continue  # two letters swapped: "TEFU" for "TFEU" (a figure's digits in another order are another figure)
         missing.append(word)
     return missing
+
+
+def naming_sources(question: str, sources: list) -> set[int] | None:
+    """The numbers of the ``sources`` (title and text) that mention every name and figure of the
+    question, when some do and others do not: "what are Sam's tasks" is answered where Sam is,
+    however well a page on task queues matches "tasks". None when all of them do or none. A name
+    is mentioned as a whole word here ("Sam" is not in "same"), in its plural or possessive too."""
+    names = {_fold(w).strip(".'’").removesuffix("'s").removesuffix("’s") for w in unmentioned_names(question, "")}
+    if not names:
+        return None  # the question names nothing
+    patterns = [re.compile(rf"(?<![\w]){re.escape(name)}(?:['’]?s|es)?(?![\w])") for name in names]
+    naming = {src.n for src in sources if all(p.search(_fold(f"{src.title} {src.text}")) for p in patterns)}
+    return naming if naming and len(naming) < len(sources) else None
 
 
 def _one_word_with_neighbour(words: list[str], i: int, question: str, said: str) -> bool:

@@ -12,6 +12,7 @@ from rag.words import (
     STATES_DECISION_RE,
     WORD_RE,
     asked_listing,
+    asked_terms,
     asks_for_decisions,
     content_terms,
     joined_as_written,
@@ -107,6 +108,10 @@ def test_a_sentence_states_a_decision_only_when_someone_decided(sentence, states
         ("what did we decide", DECISIONS),
         ("next steps for acme", None),  # a subject: the steps on it, not every step
         ("what are the steps to create a macro", None),  # a procedure, not tasks
+        ("what have we committed to", ACTIONS),  # a promise is a task taken on
+        ("what did i promise", ACTIONS),
+        ("what did we promise northwind", None),  # a subject: the promises to Northwind
+        ("what is a promise", None),  # the word, asked about as such
     ],
 )
 def test_what_a_question_naming_no_subject_lists(question, listing):
@@ -127,3 +132,8 @@ def test_what_a_question_naming_no_subject_lists(question, listing):
 )
 def test_a_sentence_gives_a_task_when_someone_takes_it_on(sentence, gives):
     assert bool(STATES_ACTION_RE.search(sentence)) is gives
+
+
+def test_a_promise_asked_about_is_read_as_the_tasks_it_is_stated_as():
+    assert asked_terms("what did we promise northwind") == {"northwind", "action"}
+    assert asked_terms("what is a promise") == {"promise"}

@@ -8,7 +8,7 @@ import pytest
 
 from rag.answering.analysis import parse_query
 from rag.answering.conversations import NEW_QUERY, REUSE, Conversation, Exchange, choose_strategy
-from rag.answering.followups import asks_who_took_part, asks_who_was_there, offline_rewrite
+from rag.answering.followups import asks_who_is, asks_who_took_part, asks_who_was_there, offline_rewrite
 from rag.answering.selectors import Facets
 from rag.search import SearchFilters
 
@@ -128,3 +128,12 @@ def test_which_follow_ups_ask_who_took_part(question, expected):
 )  # fmt: skip
 def test_which_questions_ask_who_took_part_in_what_they_name(question, expected):
     assert asks_who_took_part(question) is expected
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [("who is sam", True), ("whos sam okafor?", True), ("Who is Sam Okafor?", True), ("and who was sam", True),
+     ("who is sam working with", False), ("who is on call", False), ("who is maya", False)],
+)  # fmt: skip
+def test_which_questions_ask_who_a_person_is(question, expected):
+    assert asks_who_is(question, "Sam Okafor") is expected

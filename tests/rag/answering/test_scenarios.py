@@ -133,8 +133,11 @@ def _report(name: str, passed: int, total: int, failures: list[str], known: list
 
 
 def test_demo_scenarios(client, users, local_embedder, pinned_today):
+    from ingestion.demo import load_demo_content
+
     result = chunk_upsert(documents=demo_documents(DEMO_TODAY), embedder=local_embedder)
     assert not result.errors
+    load_demo_content()  # the course pages `make demo` indexes beside the meetings
     passed, total, failures, known = run_dialogues(client, users, SCENARIOS["demo"])
     _report("demo", passed, total, failures, known)
     assert not failures, "\n".join(failures)

@@ -193,6 +193,12 @@ def test_a_misspelt_name_is_searched_as_the_index_spells_it(demo):
 
 
 @pytest.mark.django_db
+def test_a_possessive_typed_without_its_apostrophe_is_searched_as_the_name_s(demo):
+    body = ask(demo["member"], "what are sams tasks")
+    assert body["searched_query"] == "what are Sam's tasks", body["searched_query"]
+
+
+@pytest.mark.django_db
 def test_a_misspelt_word_is_searched_as_the_nearest_word_of_the_documents_found(demo):
     body = ask(demo["member"], "what happens to notoin pages that were deleted")
     assert "notion" in body["searched_query"].split(), body["searched_query"]

@@ -9,6 +9,7 @@ from rag.llm.prose import (
     expected_form_missing,
     has_expected_form,
     names_the_title,
+    naming_sources,
     negation_unmet,
     unmentioned_names,
 )
@@ -118,6 +119,27 @@ def test_when_we_last_met_is_the_date_of_the_latest_meeting_the_question_names()
         "“Acme Capital kickoff” is dated 2026-07-26 [1]. “Acme Capital pilot review” is dated 2026-09-09 [2]."
     )
     assert not dated_lead("when did we meet acme", memos, sources)
+
+
+def test_when_was_that_is_the_date_of_the_one_dated_source():
+    weekly = ContextSource(n=1, title="Platform weekly", text="", date="2026-11-14")
+    page = ContextSource(n=2, title="Syncing a Logseq graph", text="")
+    assert dated_sources("when was that", [weekly, page]) == [weekly]
+    # Two dated sources and nothing named: neither is "that".
+    review = ContextSource(n=3, title="Acme Capital pilot review", text="", date="2026-09-09")
+    assert dated_sources("when was that", [weekly, review]) == []
+
+
+def test_the_sources_naming_the_question_s_names_are_told_apart():
+    course = ContextSource(n=1, title="Call stack, task queue and microtasks", text="The same task runs to completion.")
+    one_on_one = ContextSource(n=2, title="1:1 with Leo", text="Leo Martin: I will hand the release checklist to Sam.")
+    weekly = ContextSource(n=3, title="Platform weekly", text="Sam Okafor: The sync hit rate limits twice.")
+    sources = [course, one_on_one, weekly]
+    # "same" is not Sam; the possessive is the name.
+    assert naming_sources("what are Sam's tasks", sources) == {2, 3}
+    assert naming_sources("what are the tasks", sources) is None  # the question names no one
+    assert naming_sources("what did Priya say", sources) is None  # no source names her
+    assert naming_sources("what did Leo say to Sam", sources) == {2}
 
 
 def test_a_negated_question_wants_a_sentence_that_negates():
