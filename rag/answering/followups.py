@@ -245,48 +245,6 @@ def asks_who_took_part(question: str) -> bool:
     return bool(_TOOK_PART_RE.search(question))
 
 
-_WHO_IS_RE = re.compile(r"^\s*(?:(?:and|so)\s+)?who\s*(?:is|was|'s|’s|s)\s+(?P<who>[^?]+?)\s*\??\s*$", re.I)
-
-
-def asks_who_is(question: str, person: str) -> bool:
-    """A question asking who ``person`` is ("who is sam", "whos priya raman"), by name alone."""
-    m = _WHO_IS_RE.match(question)
-    if not m:
-        return False
-    typed = m["who"].lower().split()
-    names = person.lower().split()
-    return bool(typed) and typed in (names, names[:1])
-
-
-def person_statement(person: str, docs) -> str:
-    """Where ``person`` took part, from the metadata of the source documents ``docs``
-    (``SourceDoc``s) that list them, cited: ``A took part in **T1** (date) [1] and **T2** [2],
-    according to their metadata.`` Empty when none lists them."""
-    from rag.answering.sources import plain_text
-
-    places = []
-    # Newest first, as a person's recent work says most about them; undated documents last.
-    for doc in sorted(docs, key=lambda d: d.best.date.toordinal() if d.best.date else 0, reverse=True):
-        listed = {
-            name.strip()
-            for hit in doc.hits
-            for name in (hit.metadata or {}).get("people") or (hit.metadata or {}).get("speakers") or []
-            if isinstance(name, str)
-        }
-        if person in listed:
-            best = doc.best
-            when = f" ({best.date.isoformat()})" if best.date else ""
-            places.append(f"**{plain_text(best.title) or best.source_id}**{when} [{doc.n}]")
-    if not places:
-        return ""
-    whose = "its" if len(places) == 1 else "their"
-    return f"{person} took part in {_names_list(places)}, according to {whose} metadata."
-
-
-def _names_list(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-
-
 def who_statement(doc) -> str:
     """Who a source document involved, from its metadata, cited: ``**Title** (date) was with A and B [n].``
 
@@ -294,6 +252,7 @@ def who_statement(doc) -> str:
     ``speakers``) and the ``entity`` it is about. Empty when the metadata names no one.
     """
     from rag.answering.sources import plain_text
+    from rag.answering.statements import names_list
 
     people: list[str] = []
     entity = ""
@@ -308,7 +267,7 @@ def who_statement(doc) -> str:
     best = doc.best
     title = plain_text(best.title) or best.source_id
     when = f" ({best.date.isoformat()})" if best.date else ""
-    who = _names_list(people) if people else ""
+    who = names_list(people) if people else ""
     if entity and who:
         who = f"{who} ({entity})"
     return f"**{title}**{when} was with {who or entity}, according to its metadata [{doc.n}]."

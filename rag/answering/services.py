@@ -31,6 +31,7 @@ from rag.answering.sources import (
     apply_numbers,
     renumber,
 )
+from rag.answering.statements import asks_for_clients, asks_who_is, clients_statement, person_statement
 from rag.interactions import interaction_record
 from rag.llm import Completion, LLMError, UnknownModel, get_llm, model_info
 from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, format_user_prompt
@@ -376,22 +377,24 @@ def _answer_offline(run: AskRun, llm, conversation: conv.Conversation) -> list[s
 def _with_who_statement(run: AskRun, conversation: conv.Conversation, parts: list[str]) -> list[str]:
     """"Who was it with?" after a question about a meeting, or "who attended the acme kickoff?":
     the people of the meeting (the one the conversation quoted first, or the one this answer
-    quotes first), from the metadata, first; "who is sam?": the meetings Sam took part in.
+    quotes first), from the metadata, first; "who is sam?": the meetings Sam took part in;
+    "which clients do we have?": the clients the sources are about, instead of any quote.
 
     The quotes follow only when they cite something ("nothing more than what I already quoted"
     is not worth saying after the names)."""
     who_was_there = bool(conversation.exchanges) and followups.asks_who_was_there(run.query)
-    person = next(
-        (c.value for c in run.chips if c.field == "people" and followups.asks_who_is(run.query, c.value)), ""
-    )
-    if not run.docs or not (who_was_there or person or followups.asks_who_took_part(run.query)):
+    person = next((c.value for c in run.chips if c.field == "people" and asks_who_is(run.query, c.value)), "")
+    clients = asks_for_clients(run.query)
+    if not run.docs or not (who_was_there or person or clients or followups.asks_who_took_part(run.query)):
         return parts
+    if clients:
+        facets = facet_values(scope=run.scope, collections=run.request.collections)
+        return [statement] if (statement := clients_statement(clients, facets.entities, run.docs)) else parts
     quotes = CitationFilter(valid={d.n for d in run.docs})
     quotes.feed("".join(parts))
     quotes.flush()
     if person:
-        # "who is sam": where the person took part, then what the sources quote of them.
-        statement = followups.person_statement(person, run.docs)
+        statement = person_statement(person, run.docs)
         return [statement, *(["\n\n", *parts] if quotes.used else [])] if statement else parts
     if who_was_there:
         first_cited = set(conversation.last.cited[:1])

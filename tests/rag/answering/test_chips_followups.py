@@ -8,8 +8,9 @@ import pytest
 
 from rag.answering.analysis import parse_query
 from rag.answering.conversations import NEW_QUERY, REUSE, Conversation, Exchange, choose_strategy
-from rag.answering.followups import asks_who_is, asks_who_took_part, asks_who_was_there, offline_rewrite
+from rag.answering.followups import asks_who_took_part, asks_who_was_there, offline_rewrite
 from rag.answering.selectors import Facets
+from rag.answering.statements import asks_for_clients, asks_who_is
 from rag.search import SearchFilters
 
 TODAY = dt.date(2026, 11, 23)
@@ -137,3 +138,12 @@ def test_which_questions_ask_who_took_part_in_what_they_name(question, expected)
 )  # fmt: skip
 def test_which_questions_ask_who_a_person_is(question, expected):
     assert asks_who_is(question, "Sam Okafor") is expected
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [("which clients do we have", "clients"), ("who are our customers?", "customers"), ("list the clients", "clients"),
+     ("What clients are there?", "clients"), ("which clients did acme mention", ""), ("what do our clients want", "")],
+)  # fmt: skip
+def test_which_questions_ask_for_the_list_of_clients(question, kind):
+    assert asks_for_clients(question) == kind

@@ -1,0 +1,90 @@
+"""What the metadata states, said before any quote: where a person took part ("who is sam?"),
+which clients the sources name ("which clients do we have?"). Such questions are answered by
+the documents' people and entities, which no sentence of theirs lists."""
+
+from __future__ import annotations
+
+import re
+
+from rag.answering.sources import plain_text
+
+_WHO_IS_RE = re.compile(r"^\s*(?:(?:and|so)\s+)?who\s*(?:is|was|'s|’s|s)\s+(?P<who>[^?]+?)\s*\??\s*$", re.I)
+
+_KIND = r"(?:clients|customers)"
+# The question asks for the list itself and nothing more about it ("which clients did acme
+# mention" asks something else): "which clients do we have", "who are our customers", "list the
+# clients".
+_ASKS_CLIENTS_RE = re.compile(
+    rf"^\s*(?:(?:which|what)\s+{_KIND}\s+(?:do|did)\s+(?:we|i)\s+(?:have|work\s+with|serve)"
+    rf"|(?:which|what)\s+{_KIND}\s+(?:are\s+there|exist|have\s+we\s+got)"
+    rf"|who\s+are\s+(?:our|the|my)\s+{_KIND}"
+    rf"|(?:list|name|show(?:\s+me)?)\s+(?:all\s+)?(?:of\s+)?(?:our|the|my)?\s*{_KIND})\s*[?.!]*\s*$",
+    re.I,
+)
+
+
+def names_list(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def asks_who_is(question: str, person: str) -> bool:
+    """A question asking who ``person`` is ("who is sam", "whos priya raman"), by name alone."""
+    m = _WHO_IS_RE.match(question)
+    if not m:
+        return False
+    typed = m["who"].lower().split()
+    names = person.lower().split()
+    return bool(typed) and typed in (names, names[:1])
+
+
+def person_statement(person: str, docs) -> str:
+    """Where ``person`` took part, from the metadata of the source documents ``docs``
+    (``SourceDoc``s) that list them, cited: ``A took part in **T1** (date) [1] and **T2** [2],
+    according to their metadata.`` Empty when none lists them."""
+    places = []
+    # Newest first, as a person's recent work says most about them; undated documents last.
+    for doc in sorted(docs, key=lambda d: d.best.date.toordinal() if d.best.date else 0, reverse=True):
+        listed = {
+            name.strip()
+            for hit in doc.hits
+            for name in (hit.metadata or {}).get("people") or (hit.metadata or {}).get("speakers") or []
+            if isinstance(name, str)
+        }
+        if person in listed:
+            best = doc.best
+            when = f" ({best.date.isoformat()})" if best.date else ""
+            places.append(f"**{plain_text(best.title) or best.source_id}**{when} [{doc.n}]")
+    if not places:
+        return ""
+    whose = "its" if len(places) == 1 else "their"
+    return f"{person} took part in {names_list(places)}, according to {whose} metadata."
+
+
+def asks_for_clients(question: str) -> str:
+    """The word a question asking for the list of clients calls them ("clients", "customers"),
+    or empty for any other question."""
+    if not _ASKS_CLIENTS_RE.match(question):
+        return ""
+    return re.search(_KIND, question, re.I).group(0).lower()
+
+
+def clients_statement(kind: str, entities: list[dict], docs) -> str:
+    """The clients (``entities``: facet rows, ``{"value", "count"}``, of what the person can see),
+    each with how many documents are about it, cited where a source document ``docs`` is:
+    ``The sources you can see name 2 clients: **Acme Capital** (2 documents) [1] and …``.
+    Empty when no entity is cited (an uncited list would be no answer from the sources)."""
+    cited: dict[str, int] = {}
+    for doc in docs:
+        for hit in doc.hits:
+            entity = ((hit.metadata or {}).get("entity") or "").strip().lower()
+            if entity:
+                cited.setdefault(entity, doc.n)
+    if not entities or not cited:
+        return ""
+    items = []
+    for row in entities:
+        value, count = row["value"], row["count"]
+        n = cited.get(value.strip().lower())
+        items.append(f"**{value}** ({count} document{'' if count == 1 else 's'}){f' [{n}]' if n else ''}")
+    noun = kind if len(entities) != 1 else kind.removesuffix("s")
+    return f"The sources you can see name {len(entities)} {noun}: {names_list(items)}, according to their metadata."
