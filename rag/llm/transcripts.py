@@ -171,7 +171,8 @@ def lines_said_by(question: str, q_terms: set[str], candidates: list[Sentence]) 
 
     A question that asks only for an act ("what did maya decide") is answered by the person's
     lines that state it ("Decision: …", "We agreed to …"), from every source: with no subject to
-    tell meetings apart, each decision of theirs is part of the answer."""
+    tell meetings apart, each decision of theirs is part of the answer; one that asks only what
+    they said ("what did sam say") by every line of theirs."""
     subjects = _speaking_subjects(question)
     if not subjects:
         return []
@@ -189,8 +190,8 @@ def lines_said_by(question: str, q_terms: set[str], candidates: list[Sentence]) 
         # budget does not answer why Marketing disagreed about a touch screen within it.
         if about and says_something(c.text) and covered * 2 >= len(about):
             said.append(c)
-        elif not about and acts & terms:
-            stated.append(c)
+        elif not about and (acts & terms or (not acts and says_something(c.text))):
+            stated.append(c)  # "what did sam say": every line of theirs that says something
     if not said:
         return stated
     # From one meeting, the best-ranked: the same name (a role, "Marketing") speaks in others too.

@@ -305,9 +305,12 @@ def test_what_a_person_decided_is_every_line_of_theirs_that_states_a_decision():
     promised = Sentence(source=one_on_one, position=2, text="I promised the report by Friday.", speaker="Maya Chen")
     question = "what did maya promise"
     assert lines_said_by(question, content_terms(question), [*_lines(kickoff), promised]) == [promised]
-    # Asked what she said, no line is singled out by the verb: "say" opens lines about anything.
+    # Asked what she said, with no subject: every line of hers, not a line of another speaker's
+    # that names her.
     question = "what did maya say"
-    assert lines_said_by(question, content_terms(question), _lines(kickoff) + _lines(one_on_one)) == []
+    leo = Sentence(source=one_on_one, position=3, text="I will send Maya the notes.", speaker="Leo Martin")
+    said = lines_said_by(question, content_terms(question), [*_lines(kickoff), *_lines(one_on_one), leo])
+    assert [c.speaker for c in said] == ["Maya Chen"] * 4
 
 
 def test_a_question_naming_a_speaker_quotes_that_speaker(local_embedder):
