@@ -45,7 +45,7 @@ MAX_CARRIED_TERMS = 8
 @dataclass
 class Rewrite:
     searched_query: str
-    kind: str  # standalone | carried | new_subject | period | other_one | llm
+    kind: str  # standalone | carried | new_subject | period | other_one | person | llm
     subject: str = ""
 
 
@@ -136,12 +136,38 @@ def other_one(question: str, previous: str, known: list[list[str]]) -> str:
     return ""
 
 
-def offline_rewrite(*, question: str, previous: list[str], today=None, known: list[list[str]] | None = None) -> Rewrite:
+_PERSON_PRONOUN_RE = re.compile(r"\b(?:he|she|him|her|his|hers)\b", re.I)
+
+
+def person_follow_up(question: str, previous: str, people: list[str]) -> str:
+    """"what did he say" after "who is sam": ``question`` with its pronouns for a person replaced
+    by the one person of ``people`` the previous question named ("what did Sam say"; "his" is
+    "Sam's"). Empty when the question has no such pronoun or the previous question named no one
+    person."""
+    from rag.answering.analysis import match_values
+
+    named = match_values(previous, people, names=True)
+    if len(named) != 1 or not _PERSON_PRONOUN_RE.search(question):
+        return ""
+    first = named[0].split()[0]
+
+    def name(m: re.Match) -> str:
+        return f"{first}'s" if m.group(0).lower() in ("his", "hers") else first
+
+    return _PERSON_PRONOUN_RE.sub(name, question)
+
+
+def offline_rewrite(
+    *, question: str, previous: list[str], today=None, known: list[list[str]] | None = None,
+    people: list[str] | None = None,
+) -> Rewrite:  # fmt: skip
     """The searched query for ``question`` given the earlier questions (oldest first).
 
     - "and last month?": the previous question for that period (``period``).
     - "and the notion one?": the previous question for another name of the same kind (``other_one``),
       among ``known`` (the names of each kind the person can see).
+    - "what did he say" after a question naming one person (of ``people``): the question about
+      that person (``person``).
     - "tell me more about X" with a subject X: X is a new query (the earlier sources are not
       reused: they were retrieved for something else).
     - A question that points back ("who raised them?", "when was that?") and says little of its
@@ -156,6 +182,8 @@ def offline_rewrite(*, question: str, previous: list[str], today=None, known: li
         return Rewrite(searched_query=again, kind="period", subject=previous[-1])
     if previous and (again := other_one(question, previous[-1], known or [])):
         return Rewrite(searched_query=again, kind="other_one", subject=previous[-1])
+    if previous and people and (again := person_follow_up(question, previous[-1], people)):
+        return Rewrite(searched_query=again, kind="person", subject=previous[-1])
     subject = more_about(question)
     if subject:
         return Rewrite(

@@ -165,7 +165,7 @@ def retrieve(run: AskRun, llm) -> None:
         run.analysis = analyse_query(
             # "and in july?" is the earlier question for another period, "and the notion one?" for
             # another name: its filters are those of the question searched.
-            run.searched_query if run.rewrite in ("period", "other_one") else run.query,
+            run.searched_query if run.rewrite in ("period", "other_one", "person") else run.query,
             today=run.today,
             facets=facets,
             llm=llm if llm.generative else None,

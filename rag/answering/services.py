@@ -220,7 +220,7 @@ def _messages(run: AskRun, llm, conversation: conv.Conversation) -> list[dict]:
     ]  # fmt: skip
     # Filters the person set on the page narrow the sources just as much.
     stated += [f"{key}: {value}" for key, value in run.request.as_dict().items()]
-    question = run.searched_query if run.rewrite == "period" else (run.corrected_query or run.query)
+    question = run.searched_query if run.rewrite in ("period", "person") else (run.corrected_query or run.query)
     if run.count:
         # A counting question's sources are the counted entries: quote them as exemplars.
         stated.append(f"{STATED_COUNT}{run.count['target']}")
@@ -337,6 +337,7 @@ def _rewrite(run: AskRun, llm, conversation: conv.Conversation) -> None:
         rewrite = followups.offline_rewrite(
             question=run.query, previous=[ex.topic or ex.query for ex in conversation.exchanges], today=run.today,
             known=[facets.values(kind) for kind in ("tags", "people", "entities", "domains", "collections")],
+            people=facets.values("people"),
         )  # fmt: skip
     run.searched_query = rewrite.searched_query[:MAX_QUERY_CHARS]
     run.rewrite = rewrite.kind

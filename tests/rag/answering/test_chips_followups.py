@@ -147,3 +147,16 @@ def test_which_questions_ask_who_a_person_is(question, expected):
 )  # fmt: skip
 def test_which_questions_ask_for_the_list_of_clients(question, kind):
     assert asks_for_clients(question) == kind
+
+
+def test_a_pronoun_for_the_one_person_the_last_question_named_is_that_person():
+    people = ["Sam Okafor", "Maya Chen", "Leo Martin"]
+    rewrite = offline_rewrite(question="what did he say", previous=["who is sam"], today=TODAY, people=people)
+    assert (rewrite.searched_query, rewrite.kind) == ("what did Sam say", "person")
+    rewrite = offline_rewrite(question="what are his tasks", previous=["who is Sam Okafor?"], people=people)
+    assert rewrite.searched_query == "what are Sam's tasks"
+    # Two people named: "he" is either; no one named: nothing to put in its place.
+    two = offline_rewrite(question="what did he say", previous=["what did leo tell maya"], today=TODAY, people=people)
+    assert two.kind != "person"
+    none = offline_rewrite(question="what did she say", previous=["what is the budget"], today=TODAY, people=people)
+    assert none.kind != "person"
