@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 
+from django.conf import settings
+
+from rag.answering import conversations as conv
+from rag.answering.retrieval import AskRun, period_text
+from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, format_user_prompt
+from rag.words import asks_for_more
+
 SYSTEM_PROMPT = """You are knowhub, an assistant that answers questions from the user's own notes, \
 documents and course content.
 Rules:
@@ -31,3 +38,57 @@ def system_prompt(*, today: dt.date, notes: list[str]) -> str:
     if notes:
         text += "\n\n" + "\n".join(notes)
     return text
+
+
+def ask_messages(run: AskRun, llm, conversation: conv.Conversation) -> list[dict]:
+    """The messages every provider receives for ``run``: the system prompt with its notes, the
+    conversation where the model reads it, then the numbered sources and the question."""
+    notes: list[str] = []
+    if "names" in run.fallback and run.analysis:
+        period = period_text(run.analysis, run.applied)
+        notes.append(FALLBACK_NOTE.format(names=", ".join(run.analysis.people), period=period))
+    if "tags" in run.fallback and run.analysis:
+        notes.append(FALLBACK_NOTE.format(names=", ".join(run.analysis.tags), period=""))
+    if run.count:
+        notes.append(COUNT_NOTE.format(statement=run.count["statement"]))
+    messages = [{"role": "system", "content": system_prompt(today=run.today, notes=notes)}]
+    # The extractive answerer reads earlier answers as "already said": only "tell me more" wants that.
+    if llm.generative or run.strategy == conv.REUSE:
+        for ex in conversation.exchanges[-settings.KNOWHUB_ASK_HISTORY :]:
+            messages.append({"role": "user", "content": ex.query})
+            messages.append({"role": "assistant", "content": ex.answer or "(no answer)"})
+    sources = [doc.context() for doc in run.docs]
+    # Phrases that were applied as filters are not what the question is about: "what did we
+    # decide last month?" asks what was decided, among the sources of last month.
+    # A filter lifted because nothing under it answered ("nothing dated 2025") is not what the
+    # question is about either; a name whose mentions were searched too stays in the question,
+    # where it finds the sentence that names the person.
+    stated = [
+        c.phrase for c in run.chips
+        if (c.effect == "filter" or c.widened) and not (run.mentions and c.field in ("people", "entity"))
+    ]  # fmt: skip
+    # Filters the person set on the page narrow the sources just as much.
+    stated += [f"{key}: {value}" for key, value in run.request.as_dict().items()]
+    question = run.searched_query if run.rewrite in ("period", "person") else (run.corrected_query or run.query)
+    if run.count:
+        # A counting question's sources are the counted entries: quote them as exemplars.
+        stated.append(f"{STATED_COUNT}{run.count['target']}")
+    if run.rewrite == "carried":
+        # "who raised them?": the subject comes from the conversation, so the sources were
+        # chosen for it; the follow-up's own few words only say which part is wanted.
+        stated.append(f"conversation: {run.searched_query}")
+    elif run.strategy == conv.REUSE and not asks_for_more(run.query):
+        # "what did they want?" on the last answer's sources: as above, they were chosen for the
+        # conversation's subject ("tell me more" wants only what was not said: no such mark).
+        stated.append(f"conversation: {run.topic}")
+    elif run.rewrite == "new_subject":
+        # "tell me more about Northwind": the sources were found for the subject, and the person
+        # wants what they say about it, not only the one sentence that names it.
+        stated.append(f"{STATED_MORE_ABOUT}{run.subject}")
+    messages.append(
+        {
+            "role": "user",
+            "content": format_user_prompt(question=question, sources=sources, focus=run.topic, stated=stated),
+        }
+    )
+    return messages

@@ -538,3 +538,20 @@ def reuse(run: AskRun, conversation: conv.Conversation) -> None:
     run.topic = last.topic
     # Nothing was searched: the page says the last answer's sources were read again.
     run.searched_query = ""
+
+
+def reuse_when_held(run: AskRun, conversation: conv.Conversation) -> bool:
+    """A question the whole search found no answer to, whose every word the last answer's sources
+    hold ("what token do i need" after "how do i connect notion": its Notion page says
+    "NOTION_TOKEN"), asks about them: reuse them (``reuse``). False, and nothing changed, for a
+    question of its own ("what is the capital of France" holds words they do not)."""
+    last = conversation.last
+    terms = content_terms(run.query) - GENERIC_TERMS
+    if last is None or not last.cited or not terms:
+        return False
+    cited = chunks_by_uid(scope=run.scope, uids=list(last.cited), scores={})
+    held = content_terms(" ".join(f"{h.title} {h.content}" for h in cited))
+    if not terms <= held:
+        return False
+    reuse(run, conversation)
+    return bool(run.docs)

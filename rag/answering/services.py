@@ -23,25 +23,28 @@ from rag.answering import conversations as conv
 from rag.answering import followups, history
 from rag.answering.analysis import CHIP_FIELDS, form_chips
 from rag.answering.citations import CitationFilter
-from rag.answering.prompts import COUNT_NOTE, FALLBACK_NOTE, system_prompt
-from rag.answering.retrieval import AskRun, period_text, retrieve, reuse, unmentioned_note, widen
+from rag.answering.offline import offline_parts
+from rag.answering.prompts import ask_messages
+from rag.answering.retrieval import (
+    AskRun,
+    retrieve,
+    reuse,
+    unmentioned_note,
+    widen,
+)
 from rag.answering.selectors import facet_values
 from rag.answering.sources import (
     SourceDoc,
-    apply_numbers,
     renumber,
 )
-from rag.answering.statements import asks_for_clients, asks_who_is, clients_statement, person_statement
 from rag.interactions import interaction_record
 from rag.llm import Completion, LLMError, UnknownModel, get_llm, model_info
-from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, format_user_prompt
 from rag.search import (
     MAX_QUERY_CHARS,
     SearchFilters,
     SearchRequestError,
     validate_query,
 )
-from rag.words import asks_for_more
 
 logger = logging.getLogger(__name__)
 
@@ -193,58 +196,6 @@ def collect(events: Iterator[AskEvent]) -> dict:
 # -- the pipeline ------------------------------------------------------------------------------
 
 
-def _messages(run: AskRun, llm, conversation: conv.Conversation) -> list[dict]:
-    notes: list[str] = []
-    if "names" in run.fallback and run.analysis:
-        period = period_text(run.analysis, run.applied)
-        notes.append(FALLBACK_NOTE.format(names=", ".join(run.analysis.people), period=period))
-    if "tags" in run.fallback and run.analysis:
-        notes.append(FALLBACK_NOTE.format(names=", ".join(run.analysis.tags), period=""))
-    if run.count:
-        notes.append(COUNT_NOTE.format(statement=run.count["statement"]))
-    messages = [{"role": "system", "content": system_prompt(today=run.today, notes=notes)}]
-    # The extractive answerer reads earlier answers as "already said": only "tell me more" wants that.
-    if llm.generative or run.strategy == conv.REUSE:
-        for ex in conversation.exchanges[-settings.KNOWHUB_ASK_HISTORY :]:
-            messages.append({"role": "user", "content": ex.query})
-            messages.append({"role": "assistant", "content": ex.answer or "(no answer)"})
-    sources = [doc.context() for doc in run.docs]
-    # Phrases that were applied as filters are not what the question is about: "what did we
-    # decide last month?" asks what was decided, among the sources of last month.
-    # A filter lifted because nothing under it answered ("nothing dated 2025") is not what the
-    # question is about either; a name whose mentions were searched too stays in the question,
-    # where it finds the sentence that names the person.
-    stated = [
-        c.phrase for c in run.chips
-        if (c.effect == "filter" or c.widened) and not (run.mentions and c.field in ("people", "entity"))
-    ]  # fmt: skip
-    # Filters the person set on the page narrow the sources just as much.
-    stated += [f"{key}: {value}" for key, value in run.request.as_dict().items()]
-    question = run.searched_query if run.rewrite in ("period", "person") else (run.corrected_query or run.query)
-    if run.count:
-        # A counting question's sources are the counted entries: quote them as exemplars.
-        stated.append(f"{STATED_COUNT}{run.count['target']}")
-    if run.rewrite == "carried":
-        # "who raised them?": the subject comes from the conversation, so the sources were
-        # chosen for it; the follow-up's own few words only say which part is wanted.
-        stated.append(f"conversation: {run.searched_query}")
-    elif run.strategy == conv.REUSE and not asks_for_more(run.query):
-        # "what did they want?" on the last answer's sources: as above, they were chosen for the
-        # conversation's subject ("tell me more" wants only what was not said: no such mark).
-        stated.append(f"conversation: {run.topic}")
-    elif run.rewrite == "new_subject":
-        # "tell me more about Northwind": the sources were found for the subject, and the person
-        # wants what they say about it, not only the one sentence that names it.
-        stated.append(f"{STATED_MORE_ABOUT}{run.subject}")
-    messages.append(
-        {
-            "role": "user",
-            "content": format_user_prompt(question=question, sources=sources, focus=run.topic, stated=stated),
-        }
-    )
-    return messages
-
-
 def _delta(run: AskRun, text: str) -> AskEvent:
     if run.first_delta_ms is None:
         run.first_delta_ms = run.elapsed_ms()
@@ -295,10 +246,7 @@ def _pipeline(run: AskRun) -> Iterator[AskEvent]:
             # The offline answerer decides what is relevant before anything is shown, so the
             # sources listed are never contradicted by "nothing relevant", and they are numbered
             # in the order the answer cites them.
-            parts = _answer_offline(run, llm, conversation) if run.docs else []
-            if not parts and run.strategy == conv.NEW_QUERY and widen(run, llm):
-                # Nothing under a filter read from the question answers: answer from everything.
-                parts = _answer_offline(run, llm, conversation) if run.docs else []
+            parts = offline_parts(run, llm, conversation)
             yield AskEvent("sources", _sources_payload(run))
             if run.count:
                 yield _delta(run, run.count["statement"] + "\n\n")
@@ -346,72 +294,8 @@ def _rewrite(run: AskRun, llm, conversation: conv.Conversation) -> None:
         run.previous_cited = list(conversation.last.cited)
 
 
-def _answer_offline(run: AskRun, llm, conversation: conv.Conversation) -> list[str]:
-    """The extractive answer's deltas, renumbered by first citation; [] when nothing is relevant."""
-    messages = _messages(run, llm, conversation)
-    parts: list[str] = []
-    for part in llm.stream(
-        messages=messages, max_tokens=settings.KNOWHUB_LLM_MAX_TOKENS, timeout=settings.KNOWHUB_LLM_TIMEOUT
-    ):
-        if isinstance(part, Completion):
-            run.completion = part
-        else:
-            parts.append(part)
-    parts = _with_who_statement(run, conversation, parts)
-    cf = CitationFilter(valid={d.n for d in run.docs})
-    cf.feed("".join(parts))
-    cf.flush()
-    if not cf.used:
-        if run.strategy != conv.NEW_QUERY and run.docs:
-            # "These sources hold nothing more…": they are the sources of the thread's answer, so
-            # they stay listed (uncited) for the person to open rather than vanish.
-            renumber(run.docs, [])
-            return [p for p in parts if p.strip()]
-        # Nothing relevant: the sources it was given are not shown as if they answered.
-        run.docs = []
-        return []
-    mapping = renumber(run.docs, cf.used)
-    run.cited = [mapping[n] for n in cf.used]
-    return [apply_numbers(p, mapping) for p in parts]
-
-
-def _with_who_statement(run: AskRun, conversation: conv.Conversation, parts: list[str]) -> list[str]:
-    """"Who was it with?" after a question about a meeting, or "who attended the acme kickoff?":
-    the people of the meeting (the one the conversation quoted first, or the one this answer
-    quotes first), from the metadata, first; "who is sam?": the meetings Sam took part in;
-    "which clients do we have?": the clients the sources are about, instead of any quote.
-
-    The quotes follow only when they cite something ("nothing more than what I already quoted"
-    is not worth saying after the names)."""
-    who_was_there = bool(conversation.exchanges) and followups.asks_who_was_there(run.query)
-    person = next((c.value for c in run.chips if c.field == "people" and asks_who_is(run.query, c.value)), "")
-    clients = asks_for_clients(run.query)
-    if not run.docs or not (who_was_there or person or clients or followups.asks_who_took_part(run.query)):
-        return parts
-    if clients:
-        facets = facet_values(scope=run.scope, collections=run.request.collections)
-        return [statement] if (statement := clients_statement(clients, facets.entities, run.docs)) else parts
-    quotes = CitationFilter(valid={d.n for d in run.docs})
-    quotes.feed("".join(parts))
-    quotes.flush()
-    if person:
-        statement = person_statement(person, run.docs)
-        return [statement, *(["\n\n", *parts] if quotes.used else [])] if statement else parts
-    if who_was_there:
-        first_cited = set(conversation.last.cited[:1])
-        doc = next((d for d in run.docs if first_cited & {h.chunk_uid for h in d.hits}), run.docs[0])
-    elif quotes.used:
-        doc = next(d for d in run.docs if d.n == quotes.used[0])
-    else:
-        return parts
-    statement = followups.who_statement(doc)
-    if not statement:
-        return parts
-    return [statement, *(["\n\n", *parts] if quotes.used else [])]
-
-
 def _generate(run: AskRun, llm, conversation: conv.Conversation) -> Iterator[AskEvent]:
-    messages = _messages(run, llm, conversation)
+    messages = ask_messages(run, llm, conversation)
     cf = CitationFilter(valid={d.n for d in run.docs}, renumber=True)
     try:
         with closing(

@@ -1,0 +1,93 @@
+"""The offline (extractive) answer of an ask: its deltas, numbered by first citation, with what
+the metadata states before them, and the wider searches tried when nothing answers."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from rag.answering import conversations as conv
+from rag.answering import followups
+from rag.answering.citations import CitationFilter
+from rag.answering.prompts import ask_messages
+from rag.answering.retrieval import AskRun, reuse_when_held, widen
+from rag.answering.selectors import facet_values
+from rag.answering.sources import apply_numbers, renumber
+from rag.answering.statements import asks_for_clients, asks_who_is, clients_statement, person_statement
+from rag.llm import Completion
+
+
+def offline_parts(run: AskRun, llm, conversation: conv.Conversation) -> list[str]:
+    """The extractive answer's deltas, searching wider when nothing answers; [] when nothing does."""
+    parts = _answer_offline(run, llm, conversation) if run.docs else []
+    if not parts and run.strategy == conv.NEW_QUERY and widen(run, llm):
+        # Nothing under a filter read from the question answers: answer from everything.
+        parts = _answer_offline(run, llm, conversation) if run.docs else []
+    if not parts and run.strategy == conv.NEW_QUERY and reuse_when_held(run, conversation):
+        # Nothing anywhere answers, and the last answer's sources hold its words.
+        run.strategy = conv.REUSE
+        parts = _answer_offline(run, llm, conversation)
+    return parts
+
+
+def _answer_offline(run: AskRun, llm, conversation: conv.Conversation) -> list[str]:
+    """The extractive answer's deltas, renumbered by first citation; [] when nothing is relevant."""
+    messages = ask_messages(run, llm, conversation)
+    parts: list[str] = []
+    for part in llm.stream(
+        messages=messages, max_tokens=settings.KNOWHUB_LLM_MAX_TOKENS, timeout=settings.KNOWHUB_LLM_TIMEOUT
+    ):
+        if isinstance(part, Completion):
+            run.completion = part
+        else:
+            parts.append(part)
+    parts = _with_who_statement(run, conversation, parts)
+    cf = CitationFilter(valid={d.n for d in run.docs})
+    cf.feed("".join(parts))
+    cf.flush()
+    if not cf.used:
+        if run.strategy != conv.NEW_QUERY and run.docs:
+            # "These sources hold nothing more…": they are the sources of the thread's answer, so
+            # they stay listed (uncited) for the person to open rather than vanish.
+            renumber(run.docs, [])
+            return [p for p in parts if p.strip()]
+        # Nothing relevant: the sources it was given are not shown as if they answered.
+        run.docs = []
+        return []
+    mapping = renumber(run.docs, cf.used)
+    run.cited = [mapping[n] for n in cf.used]
+    return [apply_numbers(p, mapping) for p in parts]
+
+
+def _with_who_statement(run: AskRun, conversation: conv.Conversation, parts: list[str]) -> list[str]:
+    """"Who was it with?" after a question about a meeting, or "who attended the acme kickoff?":
+    the people of the meeting (the one the conversation quoted first, or the one this answer
+    quotes first), from the metadata, first; "who is sam?": the meetings Sam took part in;
+    "which clients do we have?": the clients the sources are about, instead of any quote.
+
+    The quotes follow only when they cite something ("nothing more than what I already quoted"
+    is not worth saying after the names)."""
+    who_was_there = bool(conversation.exchanges) and followups.asks_who_was_there(run.query)
+    person = next((c.value for c in run.chips if c.field == "people" and asks_who_is(run.query, c.value)), "")
+    clients = asks_for_clients(run.query)
+    if not run.docs or not (who_was_there or person or clients or followups.asks_who_took_part(run.query)):
+        return parts
+    if clients:
+        facets = facet_values(scope=run.scope, collections=run.request.collections)
+        return [statement] if (statement := clients_statement(clients, facets.entities, run.docs)) else parts
+    quotes = CitationFilter(valid={d.n for d in run.docs})
+    quotes.feed("".join(parts))
+    quotes.flush()
+    if person:
+        statement = person_statement(person, run.docs)
+        return [statement, *(["\n\n", *parts] if quotes.used else [])] if statement else parts
+    if who_was_there:
+        first_cited = set(conversation.last.cited[:1])
+        doc = next((d for d in run.docs if first_cited & {h.chunk_uid for h in d.hits}), run.docs[0])
+    elif quotes.used:
+        doc = next(d for d in run.docs if d.n == quotes.used[0])
+    else:
+        return parts
+    statement = followups.who_statement(doc)
+    if not statement:
+        return parts
+    return [statement, *(["\n\n", *parts] if quotes.used else [])]
