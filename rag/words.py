@@ -21,7 +21,8 @@ me more most my myself no nor not now of off on once only or other our ours ours
 own same she should so some such than that the their theirs them themselves then there these
 they this those through to too under until up very was we were what when where which while who
 whom why will with would you your yours yourself yourselves tell please show give explain
-describe does much many way ways get make know want need also go goes going gone gonna yet already still"""
+describe does much many way ways get make know want need also go goes going gone gonna yet already still
+anything something everything nothing anyone someone everyone"""
 # Stop words typed without their apostrophe, as people type questions ("whats the p95", "whos on
 # call", "dont"): still stop words, never a word the documents failed to mention.
 _UNAPOSTROPHED = """whats whos wheres whens hows whys thats theres heres im ive youre theyre

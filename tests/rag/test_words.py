@@ -55,6 +55,11 @@ def test_a_stop_word_typed_without_its_apostrophe_is_still_one():
     assert content_terms("whos on call, dont we know") == {"call"}
 
 
+def test_words_that_only_shape_a_question_are_no_subject():
+    assert content_terms("is ocr done yet") == {"ocr", "done"}
+    assert content_terms("anything new on the pilot") == {"new", "pilot"}
+
+
 def test_two_words_the_documents_hyphenate_are_read_as_that_one_word():
     texts = ["On-call runbook: ingestion backlog", "JavaScript runs your code with one call stack."]
     assert joined_as_written("whos on call", texts) == "whos on-call"
