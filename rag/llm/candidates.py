@@ -97,11 +97,12 @@ def unsaid_sentences(sources: list[ContextSource], already_said: str, *, keep_sa
     said_text = norm(already_said)
     candidates: list[Sentence] = []
     seen: set[str] = set()
-    all_turns = [split_turns(src.text) for src in sources]
-    # In a conversation "it" and "this" point anywhere in what was said, not to the line before.
-    spoken = any(sp for turns in all_turns for sp, _ in turns)
-    for src, turns in zip(sources, all_turns, strict=True):
-        sections = [s for s, _ in split_sections(src.text)] if not any(sp for sp, _ in turns) else []
+    for src in sources:
+        turns = split_turns(src.text)
+        # In a conversation "it" and "this" point anywhere in what was said, not to the line before;
+        # in a written source beside it, to the sentence before.
+        spoken = any(sp for sp, _ in turns)
+        sections = [s for s, _ in split_sections(src.text)] if not spoken else []
         for pos, (speaker, text) in enumerate(turns):
             before = turns[pos - 1][1] if pos and not spoken else ""
             key = norm(text)
@@ -197,8 +198,12 @@ def spaced_compounds(text: str) -> set[str]:
     }
 
 
-# A sentence whose subject is a pronoun: what it is about is named in the sentence before it.
-_LEANS_RE = re.compile(r"^[\"'(]?(?:It|Its|He|His|She|Her|They|Their|This|These|The latter)\b")
+# A sentence whose subject is a pronoun, or that goes on from the one before it ("At the same
+# time…", "However,…"): what it is about is named in the sentence before it.
+_LEANS_RE = re.compile(
+    r"^[\"'(]?(?:It|Its|He|His|She|Her|They|Their|This|These|The latter"
+    r"|At the same time|Meanwhile|In addition|Also,|However,|Instead,|Otherwise,|Likewise|Similarly)\b"
+)
 
 
 def leans_on_before(text: str) -> bool:

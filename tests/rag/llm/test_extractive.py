@@ -8,7 +8,7 @@ import re
 import pytest
 
 from rag.llm import Completion, get_chat_llm, get_llm
-from rag.llm.candidates import Sentence
+from rag.llm.candidates import Sentence, leans_on_before, unsaid_sentences
 from rag.llm.context import ContextSource, format_user_prompt, parse_user_prompt
 from rag.llm.extractive import ExtractiveLLM
 from rag.llm.sentences import split_sentences, split_turns
@@ -236,3 +236,20 @@ def test_a_page_with_an_image_and_a_video_is_no_transcript():
 def test_a_transcript_turn_of_hesitations_only_is_not_a_sentence():
     text = "Maya Chen: Um, uh, yeah.\nSam Ortiz: So the the pilot, uh, starts on Monday with Acme."
     assert split_turns(text) == [("Sam Ortiz", "The pilot starts on Monday with Acme.")]
+
+
+def test_a_written_sentence_beside_a_meeting_keeps_the_sentence_it_goes_on_from():
+    page = ContextSource(n=1, title="How search ranks", text=(
+        "The query is compared with every chunk through an HNSW index. At the same time full-text search finds "
+        "chunks that contain the query's words."
+    ))  # fmt: skip
+    meeting = ContextSource(n=2, title="Platform weekly", text=(
+        "Maya Chen: We measured search latency on the staging cluster last week.\n"
+        "Sam Okafor: It stays under thirty milliseconds with the hybrid mode."
+    ))  # fmt: skip
+    by_text = {c.text: c for c in unsaid_sentences([page, meeting], "")}
+    going_on = by_text["At the same time full-text search finds chunks that contain the query's words."]
+    assert leans_on_before(going_on.text)
+    assert going_on.before == "The query is compared with every chunk through an HNSW index."
+    # In a meeting "it" points anywhere in what was said, not to the line before.
+    assert by_text["It stays under thirty milliseconds with the hybrid mode."].before == ""
