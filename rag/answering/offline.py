@@ -40,7 +40,7 @@ def _answer_offline(run: AskRun, llm, conversation: conv.Conversation) -> list[s
             run.completion = part
         else:
             parts.append(part)
-    parts = _with_who_statement(run, conversation, parts)
+    parts = _with_metadata_statement(run, conversation, parts)
     cf = CitationFilter(valid={d.n for d in run.docs})
     cf.feed("".join(parts))
     cf.flush()
@@ -58,7 +58,7 @@ def _answer_offline(run: AskRun, llm, conversation: conv.Conversation) -> list[s
     return [apply_numbers(p, mapping) for p in parts]
 
 
-def _with_who_statement(run: AskRun, conversation: conv.Conversation, parts: list[str]) -> list[str]:
+def _with_metadata_statement(run: AskRun, conversation: conv.Conversation, parts: list[str]) -> list[str]:
     """"Who was it with?" after a question about a meeting, or "who attended the acme kickoff?":
     the people of the meeting (the one the conversation quoted first, or the one this answer
     quotes first), from the metadata, first; "who is sam?": the meetings Sam took part in;
