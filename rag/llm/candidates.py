@@ -90,6 +90,10 @@ def embedded_text(c: Sentence) -> str:
     return f"{subject}: {c.text}" if subject else c.text
 
 
+# Nothing but labels, each closed by its colon ("File main.js:", "Example:").
+_LABELS_ONLY_RE = re.compile(r"(?:[^\s:!?][^:!?]{0,58}:\s*)+")
+
+
 def unsaid_sentences(sources: list[ContextSource], already_said: str, *, keep_said: bool = False) -> list[Sentence]:
     """Every distinct sentence (or speaker turn) of the sources that the conversation has not
     already said; with ``keep_said``, those it said too, marked ``said``."""
@@ -106,8 +110,10 @@ def unsaid_sentences(sources: list[ContextSource], already_said: str, *, keep_sa
         for pos, (speaker, text) in enumerate(turns):
             before = turns[pos - 1][1] if pos and not spoken else ""
             key = norm(text)
-            if key in seen:
-                continue  # overlapping chunks repeat sentences
+            if key in seen or _LABELS_ONLY_RE.fullmatch(text):
+                # Overlapping chunks repeat sentences; "File counter.js: File main.js:" only
+                # introduced code blocks that are not quoted, and says nothing without them.
+                continue
             seen.add(key)
             was_said = key in said or (len(key) > 30 and key in said_text)
             if was_said and not keep_said:

@@ -253,3 +253,12 @@ def test_a_written_sentence_beside_a_meeting_keeps_the_sentence_it_goes_on_from(
     assert going_on.before == "The query is compared with every chunk through an HNSW index."
     # In a meeting "it" points anywhere in what was said, not to the line before.
     assert by_text["It stays under thirty milliseconds with the hybrid mode."].before == ""
+
+
+def test_labels_that_introduced_code_are_no_sentence_to_quote():
+    page = ContextSource(n=1, title="Closures in practice", text=(
+        "Each call to makeCounter creates a fresh count; the two counters never share it.\n"
+        "File counter.js:\n```js\nlet count = 0;\n```\nFile main.js:\n```js\nmakeCounter();\n```"
+    ))  # fmt: skip
+    texts = [c.text for c in unsaid_sentences([page], "")]
+    assert texts == ["Each call to makeCounter creates a fresh count; the two counters never share it."], texts
