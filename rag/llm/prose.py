@@ -141,13 +141,19 @@ def negation_unmet(question: str, sentences: list[str]) -> bool:
     return bool(_NEGATION_RE.search(question)) and not any(_NEGATION_RE.search(s) for s in sentences)
 
 
-def unmentioned_names(question: str, sources_text: str) -> list[str]:
-    """Names and years of the question (capitalised words after its first, numbers) that the
-    sources never mention: a question about something they do not hold."""
+def _named_words(question: str) -> list[str]:
+    """The capitalised words after the question's first, and its numbers: what it names."""
     words = _NAMED_RE.findall(question)
     first = re.match(r"\s*([\w'’.-]+)", question)
     if first and words and words[0] == first.group(1):
         words = words[1:]  # a sentence's first word is capitalised anyway
+    return words
+
+
+def unmentioned_names(question: str, sources_text: str) -> list[str]:
+    """Names and years of the question (capitalised words after its first, numbers) that the
+    sources never mention: a question about something they do not hold."""
+    words = _named_words(question)
     said = _fold(sources_text)
     # A name spelt a little differently ("Kucukdeveci", "Gebhard v Consiglio…") is still the same
     # name: its first five letters beginning a word of the sources will do.
@@ -186,7 +192,11 @@ def naming_sources(question: str, sources: list) -> set[int] | None:
     question, when some do and others do not: "what are Sam's tasks" is answered where Sam is,
     however well a page on task queues matches "tasks". None when all of them do or none. A name
     is mentioned as a whole word here ("Sam" is not in "same"), in its plural or possessive too."""
-    names = {_fold(w).strip(".'’").removesuffix("'s").removesuffix("’s") for w in unmentioned_names(question, "")}
+    names = {
+        low.removesuffix("'s").removesuffix("’s")
+        for w in _named_words(question)
+        if (low := _fold(w).strip(".'’")) not in STOPWORDS and len(low) >= 2
+    }
     if not names:
         return None  # the question names nothing
     patterns = [re.compile(rf"(?<![\w]){re.escape(name)}(?:['’]?s|es)?(?![\w])") for name in names]
