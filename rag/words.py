@@ -151,13 +151,14 @@ _COMMITMENT_TERMS = frozenset(
               "charge", "supposed"]
 )
 ASKS_ACTIONS_RE = re.compile(rf"\b(?:action[- ]items?|to-?dos?|next steps?|follow[- ]ups?)\b|{_COMMITMENT}", re.I)
+_COMMITMENT_RE = re.compile(_COMMITMENT, re.I)
 
 
 def asked_terms(question: str) -> set[str]:
     """A question's content terms, a promise or a task it asks about read as the tasks it is
     stated as."""
     terms = content_terms(question)
-    if re.search(_COMMITMENT, question, re.I):
+    if _COMMITMENT_RE.search(question):
         terms = (terms - _COMMITMENT_TERMS) | {stem("action")}
     return terms
 

@@ -271,31 +271,3 @@ _TOOK_PART_RE = re.compile(
 def asks_who_took_part(question: str) -> bool:
     """A question asking who took part in something it names ("who attended the acme kickoff")."""
     return bool(_TOOK_PART_RE.search(question))
-
-
-def who_statement(doc) -> str:
-    """Who a source document involved, from its metadata, cited: ``**Title** (date) was with A and B [n].``
-
-    ``doc`` is a ``SourceDoc``; the people are its metadata's ``people`` (else the transcript's
-    ``speakers``) and the ``entity`` it is about. Empty when the metadata names no one.
-    """
-    from rag.answering.sources import plain_text
-    from rag.answering.statements import names_list
-
-    people: list[str] = []
-    entity = ""
-    for hit in doc.hits:
-        meta = hit.metadata or {}
-        for name in meta.get("people") or meta.get("speakers") or []:
-            if isinstance(name, str) and name.strip() and name.strip() not in people:
-                people.append(name.strip())
-        entity = entity or (meta.get("entity") or "")
-    if not people and not entity:
-        return ""
-    best = doc.best
-    title = plain_text(best.title) or best.source_id
-    when = f" ({best.date.isoformat()})" if best.date else ""
-    who = names_list(people) if people else ""
-    if entity and who:
-        who = f"{who} ({entity})"
-    return f"**{title}**{when} was with {who or entity}, according to its metadata [{doc.n}]."

@@ -12,7 +12,13 @@ from rag.answering.prompts import ask_messages
 from rag.answering.retrieval import AskRun, reuse_when_held, widen
 from rag.answering.selectors import facet_values
 from rag.answering.sources import apply_numbers, renumber
-from rag.answering.statements import asks_for_clients, asks_who_is, clients_statement, person_statement
+from rag.answering.statements import (
+    asks_for_clients,
+    asks_who_is,
+    clients_statement,
+    person_statement,
+    who_statement,
+)
 from rag.llm import Completion
 
 
@@ -87,7 +93,7 @@ def _with_metadata_statement(run: AskRun, conversation: conv.Conversation, parts
         doc = next(d for d in run.docs if d.n == quotes.used[0])
     else:
         return parts
-    statement = followups.who_statement(doc)
+    statement = who_statement(doc)
     if not statement:
         return parts
     return [statement, *(["\n\n", *parts] if quotes.used else [])]

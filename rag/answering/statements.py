@@ -1,5 +1,6 @@
-"""What the metadata states, said before any quote: where a person took part ("who is sam?"),
-which clients the sources name ("which clients do we have?"). Such questions are answered by
+"""What the metadata states, said before any quote: who a meeting was with ("who attended the
+acme kickoff?"), where a person took part ("who is sam?"), which clients the sources name
+("which clients do we have?"). Such questions are answered by
 the documents' people and entities, which no sentence of theirs lists."""
 
 from __future__ import annotations
@@ -25,6 +26,31 @@ _ASKS_CLIENTS_RE = re.compile(
 
 def names_list(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def who_statement(doc) -> str:
+    """Who a source document involved, from its metadata, cited: ``**Title** (date) was with A and B [n].``
+
+    ``doc`` is a ``SourceDoc``; the people are its metadata's ``people`` (else the transcript's
+    ``speakers``) and the ``entity`` it is about. Empty when the metadata names no one.
+    """
+    people: list[str] = []
+    entity = ""
+    for hit in doc.hits:
+        meta = hit.metadata or {}
+        for name in meta.get("people") or meta.get("speakers") or []:
+            if isinstance(name, str) and name.strip() and name.strip() not in people:
+                people.append(name.strip())
+        entity = entity or (meta.get("entity") or "")
+    if not people and not entity:
+        return ""
+    best = doc.best
+    title = plain_text(best.title) or best.source_id
+    when = f" ({best.date.isoformat()})" if best.date else ""
+    who = names_list(people) if people else ""
+    if entity and who:
+        who = f"{who} ({entity})"
+    return f"**{title}**{when} was with {who or entity}, according to its metadata [{doc.n}]."
 
 
 def asks_who_is(question: str, person: str) -> bool:
