@@ -16,6 +16,7 @@ from rag.answering.statements import (
     asks_for_clients,
     asks_who_is,
     clients_statement,
+    counted_statement,
     person_statement,
     who_statement,
 )
@@ -70,12 +71,16 @@ def _with_metadata_statement(run: AskRun, conversation: conv.Conversation, parts
     quotes first), from the metadata, first; "who is sam?": the meetings Sam took part in;
     "which clients do we have?": the clients the sources are about, instead of any quote.
 
+    A counting question answered from the metadata names the documents it counted ("how many
+    times did we meet acme?" is answered by the meetings), then quotes them as examples.
+
     The quotes follow only when they cite something ("nothing more than what I already quoted"
     is not worth saying after the names)."""
     who_was_there = bool(conversation.exchanges) and followups.asks_who_was_there(run.query)
     person = next((c.value for c in run.chips if c.field == "people" and asks_who_is(run.query, c.value)), "")
     clients = asks_for_clients(run.query)
-    if not run.docs or not (who_was_there or person or clients or followups.asks_who_took_part(run.query)):
+    counted = bool(run.count and run.counted)
+    if not run.docs or not (who_was_there or person or clients or counted or followups.asks_who_took_part(run.query)):
         return parts
     if clients:
         facets = facet_values(scope=run.scope, collections=run.request.collections)
@@ -83,6 +88,9 @@ def _with_metadata_statement(run: AskRun, conversation: conv.Conversation, parts
     quotes = CitationFilter(valid={d.n for d in run.docs})
     quotes.feed("".join(parts))
     quotes.flush()
+    if counted:
+        statement = counted_statement(run.counted, run.docs)
+        return [statement, *(["\n\n", *parts] if quotes.used else [])] if statement else parts
     if person:
         statement = person_statement(person, run.docs)
         return [statement, *(["\n\n", *parts] if quotes.used else [])] if statement else parts

@@ -19,7 +19,14 @@ from django.conf import settings
 from rag.acl import Scope
 from rag.answering import conversations as conv
 from rag.answering.analysis import FilterChip, QueryAnalysis, analyse_query, with_chips
-from rag.answering.selectors import SourceCount, chunks_by_uid, count_sources, document_topics, facet_values
+from rag.answering.selectors import (
+    CountedEntry,
+    SourceCount,
+    chunks_by_uid,
+    count_sources,
+    document_topics,
+    facet_values,
+)
 from rag.answering.sources import (
     DocKey,
     DocumentEvidence,
@@ -99,6 +106,7 @@ class AskRun:
     applied: SearchFilters | None = None
     fallback: list[str] = field(default_factory=list)
     count: dict | None = None
+    counted: list[CountedEntry] = field(default_factory=list)  # the documents the count counted
     hits: list[Hit] = field(default_factory=list)
     answer: list[str] = field(default_factory=list)
     cited: list[int] = field(default_factory=list)
@@ -506,6 +514,7 @@ def _count(run: AskRun, analysis: QueryAnalysis) -> dict | None:
     count_filters = with_chips(run.request, run.chips)
     count = count_sources(scope=run.scope, filters=count_filters)
     period = period_text(analysis, count_filters)
+    run.counted = count.entries
     return {
         "target": target,
         "kind": target_kind,

@@ -11,7 +11,7 @@ import datetime as dt
 import hashlib
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.cache import cache
@@ -138,14 +138,25 @@ def facet_values(*, scope: Scope, collections: list[str] | None = None, use_cach
     return facets
 
 
+@dataclass(frozen=True)
+class CountedEntry:
+    """One source document a count counted: its key, its title and its (first) date."""
+
+    key: DocKey
+    title: str
+    date: dt.date | None
+
+
 @dataclass
 class SourceCount:
-    """How many source documents match some filters, and the dates they span."""
+    """How many source documents match some filters, the dates they span, and the documents,
+    oldest first (undated ones last)."""
 
     sources: int
     first_date: dt.date | None
     last_date: dt.date | None
     dates: list[dt.date]
+    entries: list[CountedEntry] = field(default_factory=list)
 
 
 @replicas.read_only
@@ -154,16 +165,21 @@ def count_sources(*, scope: Scope, filters: SearchFilters) -> SourceCount:
     where, params = search_filter_sql(filters, scope)
     with replicas.read_connection().cursor() as cursor:
         cursor.execute(
-            f"""SELECT c.collection, c.source_type, c.source_id, min(c.date)
+            f"""SELECT c.collection, c.source_type, c.source_id, min(c.date), min(c.title)
                 FROM rag_chunk c WHERE {where}
                 GROUP BY c.collection, c.source_type, c.source_id""",
             params,
         )
         rows = cursor.fetchall()
     dates = sorted(row[3] for row in rows if row[3])
-    return SourceCount(
-        sources=len(rows), first_date=dates[0] if dates else None, last_date=dates[-1] if dates else None, dates=dates
+    entries = sorted(
+        (CountedEntry(key=(row[0], row[1], row[2]), title=row[4] or row[2], date=row[3]) for row in rows),
+        key=lambda e: (e.date is None, e.date or dt.date.min, e.title),
     )
+    return SourceCount(
+        sources=len(rows), first_date=dates[0] if dates else None, last_date=dates[-1] if dates else None, dates=dates,
+        entries=entries,
+    )  # fmt: skip
 
 
 @replicas.read_only

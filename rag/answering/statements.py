@@ -114,3 +114,29 @@ def clients_statement(kind: str, entities: list[dict], docs) -> str:
         items.append(f"**{value}** ({count} document{'' if count == 1 else 's'}){f' [{n}]' if n else ''}")
     noun = kind if len(entities) != 1 else kind.removesuffix("s")
     return f"The sources you can see name {len(entities)} {noun}: {names_list(items)}, according to their metadata."
+
+
+COUNTED_LISTED = 6  # past this many counted documents, the latest are named
+
+
+def counted_statement(entries, docs) -> str:
+    """The documents a count counted (``CountedEntry``s, oldest first), named after the count:
+    ``They are **T1** (date) [2] and **T2** (date) [1].`` Each is cited where it is among the
+    answer's sources (``SourceDoc``s). "How many times did we meet acme?" is answered by the
+    meetings themselves, not by a sentence that happens to count something else ("used 340
+    times"). Past ``COUNTED_LISTED`` documents, the latest are named. Empty when none is among
+    the sources (the names would cite nothing)."""
+    number = {(d.best.collection, d.best.source_type, d.best.source_id): d.n for d in docs}
+    if not any(e.key in number for e in entries):
+        return ""
+    shown = entries[-COUNTED_LISTED:]
+    items = []
+    for entry in shown:
+        title = plain_text(entry.title)
+        # "Journal 2026-11-03" says its date already.
+        when = f" ({entry.date.isoformat()})" if entry.date and entry.date.isoformat() not in title else ""
+        n = number.get(entry.key)
+        items.append(f"**{title}**{when}{f' [{n}]' if n else ''}")
+    if len(entries) > len(shown):
+        return f"The latest {len(shown)}: {names_list(items)}."
+    return f"{'It is' if len(items) == 1 else 'They are'} {names_list(items)}."

@@ -35,3 +35,43 @@ def counts_thing(thing: str, sentence: str) -> bool:
         _CARDINAL_RE.match(word) and any(stem(w) == thing for w in words[i + 1 : i + 2 + _MAX_GAP])
         for i, word in enumerate(words)
     )
+
+
+def counted_target(stated: list[str] | None, mark: str) -> str:
+    """What a count the metadata made counted ("Sam Okafor", "acme"), from the stated phrase
+    ``mark`` + target the pipeline passes; empty when the question counted nothing."""
+    return next((p[len(mark) :].strip() for p in stated or [] if p.startswith(mark)), "")
+
+
+def examples_of(target: str, candidates: list) -> list | None:
+    """The sentences that are examples of what a count counted: said by the person counted, or
+    naming them, the tag or the client (``target``) as a whole word. The count said how many;
+    "Analysts used the pilot 340 times" is no example of meeting Acme. None when no sentence is
+    (then any may be quoted)."""
+    parts = {w for w in _words(target) if len(w) >= 3}
+    if not parts:
+        return None
+
+    def names_it(c) -> bool:
+        return bool(parts & (_words(c.speaker or "") | _words(c.text)))
+
+    found = [c for c in candidates if names_it(c)]
+    return found or None
+
+
+def one_a_source(chosen: list) -> list:
+    """The best-scored of ``chosen`` in each source, in their order: one example a document."""
+    best: dict[int, object] = {}
+    for c in chosen:
+        if c.source.n not in best or c.score > best[c.source.n].score:
+            best[c.source.n] = c
+    keep = {id(c) for c in best.values()}
+    return [c for c in chosen if id(c) in keep]
+
+
+_PLAIN_WORD_RE = re.compile(r"[^\W_]+")
+
+
+def _words(text: str) -> set[str]:
+    """Lower-case words, a possessive's name included ("Sam's" holds "sam")."""
+    return {w.lower() for w in _PLAIN_WORD_RE.findall(text)}

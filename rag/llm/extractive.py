@@ -21,14 +21,14 @@ from rag.llm.candidates import (
     centrality,
     dot,
     embedded_text,
-    leans_on_before,
     query_vector,
     score_overlap,
     sentence_vectors,
     unsaid_sentences,
 )
+from rag.llm.completing import from_first_step, with_antecedents
 from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, ContextSource, parse_stated, parse_user_prompt
-from rag.llm.counts import counted_thing, counts_thing
+from rag.llm.counts import counted_target, counted_thing, counts_thing, examples_of, one_a_source
 from rag.llm.listing import newest_first, on_subject, says_kind, states, stating, wants_all
 from rag.llm.prose import (
     asks_how_often,
@@ -200,10 +200,69 @@ class ExtractiveLLM:
             candidates = [c for c in candidates if id(c) in kept]
         q_vec = query_vector(self.embedder, query)
         vecs = sentence_vectors(self.embedder, [embedded_text(c) for c in candidates])
-        central = centrality(vecs)
         prose = not any(c.speaker for c in candidates)
+        # A count the metadata made ("how many times did we meet acme") is no number for a sentence
+        # to state: "used the pilot 340 times" counts something else.
+        counting = any(p.startswith(STATED_COUNT) for p in stated or [])
+        self._weigh(candidates, vecs, q_vec=q_vec, question=question, prose=prose, rank=rank,
+                    counted="" if counting else counted_thing(question))  # fmt: skip
+        self.last_candidates = candidates
+        best_similarity = max(c.similarity for c in candidates)
+        # A source whose agenda item the question names answers it, though no single sentence
+        # is close: "Summarize the discussion on X" where X is a topic of the meeting.
+        on_agenda = any(src.agenda for src in sources)
+        if not self._relevant(candidates, q_terms, question) and not narrowed and not on_agenda:
+            return [], best_similarity
+        if prose and not narrowed and unmentioned_names(question, " ".join(f"{s.title} {s.text}" for s in sources)):
+            return [], best_similarity  # it names something the sources never mention
+        more = any(phrase.startswith(STATED_MORE_ABOUT) for phrase in stated or [])
+        # "What did we decide with Acme?", "what are the steps…": the answer is every decision
+        # (step) the sources hold, often one a document, not the one closest to the question.
+        whole = wants_all(q_terms)
+        floor_ratio = self.more_floor_ratio if more or whole else self.floor_ratio
+        # The decisions of what the question is about: "what did we decide with Acme?" is not
+        # answered by a course page's "…is decided by where it is written".
+        # "What did Sam say about Notion?" is answered by Sam's lines on it, however well a
+        # handbook page on Notion ranks: that page is no one's words.
+        said = lines_said_by(question, q_terms, candidates)
+        listed = listing_of(question, q_terms) if whole else None  # every decision (task) asked for
+        about = _quotable_sources(question, sources, candidates, q_terms, whole=whole and not said, spoken=not prose)
+        kept = said or spoken_lines(question, candidates) or stating(candidates, listed, about, q_terms)
+        if counting:  # the quotes are examples of what the metadata counted
+            kept = examples_of(counted_target(stated, STATED_COUNT), kept or candidates) or kept
+        pool, pool_vecs = _only(kept, candidates, vecs)
+        leads = self._leads(pool, q_terms, question, prose=prose) if not narrowed else None
+        # A list of decisions (tasks), some of them dated (meetings), is read newest first.
+        dated = bool(
+            listed
+            and kept
+            and all(states(listed, c.text, c.source.text) for c in kept)
+            and any(c.source.date for c in kept)
+        )
+        chosen = self._choose(
+            pool, pool_vecs, floor_ratio=floor_ratio, whole=whole, about=about, leads=leads,
+            latest=dated and asked_listing(question) is not None, dated=dated,
+        )  # fmt: skip
+        # The steps start at the first one not quoted yet ("and how do i use it" after the steps
+        # that create it).
+        unsaid = [c for c in candidates if not c.said]
+        chosen = from_first_step(question, chosen, unsaid, max_sentences=self.max_sentences)
+        if counting:
+            chosen = one_a_source(chosen)
+        chosen = with_antecedents(chosen, candidates)
+        if prose and not narrowed and chosen and self._answers_otherwise(question, chosen):
+            return [], best_similarity
+        return chosen, best_similarity
+
+    def _weigh(
+        self, candidates: list[Sentence], vecs: list[list[float]], *, q_vec: list[float], question: str, prose: bool,
+        rank: dict[int, int], counted: str,
+    ) -> None:  # fmt: skip
+        """Set each candidate's ``similarity``, ``relevance`` and ``score`` (relevance and the rank
+        of its source, ``rank``: source number -> place). ``counted``: the stem a "how many X"
+        question counts ("" when the metadata counted)."""
+        central = centrality(vecs)
         fits = word_fit(question, [c.text for c in candidates]) if prose else [None] * len(candidates)
-        counted = counted_thing(question)
         # A frequency is stated the same way written or spoken ("move the sync to every fifteen
         # minutes"); the other forms are checked on written sources only.
         form_check = bool(self.form_bonus) and (prose or asks_how_often(question))
@@ -245,51 +304,8 @@ class ExtractiveLLM:
             elif prose and only_points_elsewhere(cand.text):
                 cand.relevance -= self.question_penalty  # "See Logseq Sync Encryption.": no answer
             cand.relevance -= self.said_penalty * cand.said
-            prior = 1.0 - rank.get(cand.source.n, 0) / n_sources
+            prior = 1.0 - rank.get(cand.source.n, 0) / max(len(rank), 1)
             cand.score = cand.relevance + self.source_rank_weight * prior
-        self.last_candidates = candidates
-        best_similarity = max(c.similarity for c in candidates)
-        # A source whose agenda item the question names answers it, though no single sentence
-        # is close: "Summarize the discussion on X" where X is a topic of the meeting.
-        on_agenda = any(src.agenda for src in sources)
-        if not self._relevant(candidates, q_terms, question) and not narrowed and not on_agenda:
-            return [], best_similarity
-        if prose and not narrowed and unmentioned_names(question, " ".join(f"{s.title} {s.text}" for s in sources)):
-            return [], best_similarity  # it names something the sources never mention
-        more = any(phrase.startswith(STATED_MORE_ABOUT) for phrase in stated or [])
-        # "What did we decide with Acme?", "what are the steps…": the answer is every decision
-        # (step) the sources hold, often one a document, not the one closest to the question.
-        whole = wants_all(q_terms)
-        floor_ratio = self.more_floor_ratio if more or whole else self.floor_ratio
-        # The decisions of what the question is about: "what did we decide with Acme?" is not
-        # answered by a course page's "…is decided by where it is written".
-        # "What did Sam say about Notion?" is answered by Sam's lines on it, however well a
-        # handbook page on Notion ranks: that page is no one's words.
-        said = lines_said_by(question, q_terms, candidates)
-        listed = listing_of(question, q_terms) if whole else None  # every decision (task) asked for
-        about = _quotable_sources(question, sources, candidates, q_terms, whole=whole and not said, spoken=not prose)
-        kept = said or spoken_lines(question, candidates) or stating(candidates, listed, about, q_terms)
-        pool, pool_vecs = _only(kept, candidates, vecs)
-        leads = self._leads(pool, q_terms, question, prose=prose) if not narrowed else None
-        # A list of decisions (tasks), some of them dated (meetings), is read newest first.
-        dated = bool(
-            listed
-            and kept
-            and all(states(listed, c.text, c.source.text) for c in kept)
-            and any(c.source.date for c in kept)
-        )
-        chosen = self._choose(
-            pool, pool_vecs, floor_ratio=floor_ratio, whole=whole, about=about, leads=leads,
-            latest=dated and asked_listing(question) is not None, dated=dated,
-        )  # fmt: skip
-        # The steps start at the first one not quoted yet ("and how do i use it" after the steps
-        # that create it).
-        unsaid = [c for c in candidates if not c.said]
-        chosen = from_first_step(question, chosen, unsaid, max_sentences=self.max_sentences)
-        chosen = with_antecedents(chosen, candidates)
-        if prose and not narrowed and chosen and self._answers_otherwise(question, chosen):
-            return [], best_similarity
-        return chosen, best_similarity
 
     @staticmethod
     def _answers_otherwise(question: str, chosen: list[Sentence]) -> bool:
@@ -494,57 +510,6 @@ class ExtractiveLLM:
             else:
                 yield cite(first.text, first.source.n)
             previous = first.source.n
-
-
-_HOW_TO_RE = re.compile(
-    r"^\s*(?:(?:and|so|but|then)\s+)?(?:how (?:do|can|should|could|would|to) (?:i|we|you|one)\b|how to\b)", re.I
-)
-
-
-def asks_how_to(question: str) -> bool:
-    """A "how do I create a macro?" question: the answer is a procedure, read from its first step."""
-    return bool(_HOW_TO_RE.match(question))
-
-
-def from_first_step(
-    question: str, chosen: list[Sentence], candidates: list[Sentence], *, max_sentences: int
-) -> list[Sentence]:
-    """The steps a "how do I…" answer quotes from a section of notes ("Creating a macro") start at
-    its first one: the opening "Open the config.edn file." says little on its own and ranks low,
-    but the steps after it make no sense without it. It takes the place of the weakest other
-    sentence when the answer is full. (Only notes have sections: transcripts are left alone.)"""
-    if not chosen or not chosen[0].section or not asks_how_to(question):
-        return chosen
-    lead = chosen[0]
-    steps = [c for c in candidates if c.source.n == lead.source.n and c.section == lead.section]
-    first = min(steps, key=lambda c: c.position)
-    if any(c is first for c in chosen):
-        return chosen
-    rest = list(chosen)
-    if len(rest) >= max_sentences:
-        rest.remove(min(rest[1:], key=lambda c: c.score))
-    # Reading order: the first step's source keeps its place, the step goes before the others.
-    out = [*rest, first]
-    order = {c.source.n: i for i, c in reversed(list(enumerate(rest)))}
-    out.sort(key=lambda c: (order[c.source.n], c.position))
-    return out
-
-
-def with_antecedents(chosen: list[Sentence], candidates: list[Sentence]) -> list[Sentence]:
-    """Each chosen sentence that names its subject only as "it" or "he" ("It appoints the
-    Commissioners…") preceded by the sentence before it, which names it: quoted alone, it says
-    who or what only to someone who has read the page."""
-    at = {(c.source.n, c.position): c for c in candidates}
-    picked = {id(c) for c in chosen}
-    out: list[Sentence] = []
-    for c in chosen:
-        # Written sources only (``before`` is empty in transcripts).
-        lead = at.get((c.source.n, c.position - 1)) if c.before and leans_on_before(c.text) else None
-        if lead is not None and id(lead) not in picked:
-            out.append(lead)
-            picked.add(id(lead))
-        out.append(c)
-    return out
 
 
 def _asks_beyond(q_terms: set[str], line: Sentence) -> bool:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from types import SimpleNamespace
 
-from rag.answering.statements import clients_statement, person_statement
+from rag.answering.selectors import CountedEntry
+from rag.answering.statements import COUNTED_LISTED, clients_statement, counted_statement, person_statement
 
 
 def doc(n: int, title: str, date: dt.date | None = None, **metadata) -> SimpleNamespace:
@@ -39,3 +40,37 @@ def test_where_a_person_took_part_is_read_newest_first_from_the_documents_listin
         "(2026-09-09) [1], according to their metadata."
     )
     assert person_statement("Priya Raman", docs) == ""
+
+
+def counted(title: str, date: dt.date | None = None) -> CountedEntry:
+    return CountedEntry(key=("meetings", "demo", title), title=title, date=date)
+
+
+def source(n: int, entry: CountedEntry) -> SimpleNamespace:
+    collection, source_type, source_id = entry.key
+    best = SimpleNamespace(collection=collection, source_type=source_type, source_id=source_id)
+    return SimpleNamespace(n=n, best=best)
+
+
+def test_the_documents_a_count_counted_are_named_in_date_order_and_cited_where_they_are_sources():
+    kickoff, review = counted("Acme Capital kickoff", dt.date(2026, 8, 1)), counted("Acme Capital pilot review")
+    assert counted_statement([kickoff, review], [source(2, kickoff), source(1, review)]) == (
+        "They are **Acme Capital kickoff** (2026-08-01) [2] and **Acme Capital pilot review** [1]."
+    )
+    # One of them is not among the sources: named, uncited.
+    assert counted_statement([kickoff, review], [source(1, review)]) == (
+        "They are **Acme Capital kickoff** (2026-08-01) and **Acme Capital pilot review** [1]."
+    )
+    assert counted_statement([kickoff], [source(1, kickoff)]) == "It is **Acme Capital kickoff** (2026-08-01) [1]."
+    journal = counted("Journal 2026-11-03", dt.date(2026, 11, 3))
+    assert counted_statement([journal], [source(4, journal)]) == "It is **Journal 2026-11-03** [4]."
+    # None among the sources: the names would cite nothing.
+    assert counted_statement([kickoff], [source(1, review)]) == ""
+
+
+def test_past_a_handful_of_counted_documents_the_latest_are_named():
+    entries = [counted(f"Weekly {i}", dt.date(2026, 1, 1) + dt.timedelta(weeks=i)) for i in range(COUNTED_LISTED + 3)]
+    statement = counted_statement(entries, [source(1, entries[-1])])
+    assert statement.startswith(f"The latest {COUNTED_LISTED}: **Weekly 3**")
+    assert statement.endswith(f"**Weekly {COUNTED_LISTED + 2}** ({entries[-1].date.isoformat()}) [1].")
+    assert "**Weekly 2**" not in statement

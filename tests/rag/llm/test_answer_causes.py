@@ -6,9 +6,9 @@ note's sentence sits under, steps quoted without their first one."""
 from __future__ import annotations
 
 from rag.llm.candidates import Sentence, embedded_text, score_overlap
+from rag.llm.completing import asks_how_to
 from rag.llm.context import ContextSource
-from rag.llm.counts import counted_thing, counts_thing
-from rag.llm.extractive import asks_how_to
+from rag.llm.counts import counted_target, counted_thing, counts_thing, examples_of, one_a_source
 from rag.llm.prose import only_points_elsewhere
 from rag.llm.sentences import split_sections, split_sentences
 from rag.words import COMMON_WORDS, content_terms, implied_terms
@@ -98,6 +98,29 @@ def test_how_many_wants_a_number_of_the_thing_counted():
     assert counts_thing(thing, "We hired 12 senior analysts.")
     assert not counts_thing(thing, "Analysts used the pilot 340 times.")
     assert counted_thing("what did the analysts say") == ""
+
+
+def test_the_examples_of_a_count_are_the_lines_said_by_or_naming_what_it_counted():
+    review = ContextSource(n=1, title="Acme Capital pilot review", text="")
+    weekly = ContextSource(n=2, title="Platform weekly", text="")
+
+    def line(src, speaker, text, score):
+        s = Sentence(source=src, position=int(score * 10), text=text, speaker=speaker)
+        s.score = score
+        return s
+
+    used = line(review, "Sam Okafor", "Analysts used the pilot 340 times.", 0.9)
+    extend = line(review, "Sam Okafor", "Acme Capital will extend the pilot.", 0.5)
+    hand = line(weekly, "Leo Martin", "I will hand the release checklist to Sam's team.", 0.4)
+    other = line(weekly, "Maya Chen", "p95 search latency is 24 ms.", 0.95)
+    assert counted_target(["date: last month", "count: Sam Okafor"], "count: ") == "Sam Okafor"
+    assert counted_target(["date: last month"], "count: ") == ""
+    # Said by Sam, or naming him (a possessive too); never Maya's line on latency.
+    assert examples_of("Sam Okafor", [used, extend, hand, other]) == [used, extend, hand]
+    assert examples_of("acme", [used, extend, hand, other]) == [extend]
+    assert examples_of("zorblax", [used, other]) is None
+    # One example a document: the best-scored.
+    assert one_a_source([used, extend, hand]) == [used, hand]
 
 
 def test_a_count_of_the_thing_asked_beats_a_better_ranked_count_of_something_else(local_embedder):

@@ -1,0 +1,59 @@
+"""What a chosen quote needs beside it to be read on its own: a procedure's first step ("Open the
+config.edn file." ranks low, but the steps after it make no sense without it), the sentence
+before one that names its subject only as "it" or "he"."""
+
+from __future__ import annotations
+
+import re
+
+from rag.llm.candidates import Sentence, leans_on_before
+
+_HOW_TO_RE = re.compile(
+    r"^\s*(?:(?:and|so|but|then)\s+)?(?:how (?:do|can|should|could|would|to) (?:i|we|you|one)\b|how to\b)", re.I
+)
+
+
+def asks_how_to(question: str) -> bool:
+    """A "how do I create a macro?" question: the answer is a procedure, read from its first step."""
+    return bool(_HOW_TO_RE.match(question))
+
+
+def from_first_step(
+    question: str, chosen: list[Sentence], candidates: list[Sentence], *, max_sentences: int
+) -> list[Sentence]:
+    """The steps a "how do I…" answer quotes from a section of notes ("Creating a macro") start at
+    its first one: the opening "Open the config.edn file." says little on its own and ranks low,
+    but the steps after it make no sense without it. It takes the place of the weakest other
+    sentence when the answer is full. (Only notes have sections: transcripts are left alone.)"""
+    if not chosen or not chosen[0].section or not asks_how_to(question):
+        return chosen
+    lead = chosen[0]
+    steps = [c for c in candidates if c.source.n == lead.source.n and c.section == lead.section]
+    first = min(steps, key=lambda c: c.position)
+    if any(c is first for c in chosen):
+        return chosen
+    rest = list(chosen)
+    if len(rest) >= max_sentences:
+        rest.remove(min(rest[1:], key=lambda c: c.score))
+    # Reading order: the first step's source keeps its place, the step goes before the others.
+    out = [*rest, first]
+    order = {c.source.n: i for i, c in reversed(list(enumerate(rest)))}
+    out.sort(key=lambda c: (order[c.source.n], c.position))
+    return out
+
+
+def with_antecedents(chosen: list[Sentence], candidates: list[Sentence]) -> list[Sentence]:
+    """Each chosen sentence that names its subject only as "it" or "he" ("It appoints the
+    Commissioners…") preceded by the sentence before it, which names it: quoted alone, it says
+    who or what only to someone who has read the page."""
+    at = {(c.source.n, c.position): c for c in candidates}
+    picked = {id(c) for c in chosen}
+    out: list[Sentence] = []
+    for c in chosen:
+        # Written sources only (``before`` is empty in transcripts).
+        lead = at.get((c.source.n, c.position - 1)) if c.before and leans_on_before(c.text) else None
+        if lead is not None and id(lead) not in picked:
+            out.append(lead)
+            picked.add(id(lead))
+        out.append(c)
+    return out
