@@ -9,7 +9,7 @@ from rag.answering import conversations as conv
 from rag.answering import followups
 from rag.answering.citations import CitationFilter
 from rag.answering.prompts import ask_messages
-from rag.answering.retrieval import AskRun, reuse_when_held, widen
+from rag.answering.retrieval import AskRun, period_text, reuse_when_held, widen
 from rag.answering.selectors import facet_values
 from rag.answering.sources import apply_numbers, renumber
 from rag.answering.statements import (
@@ -17,6 +17,7 @@ from rag.answering.statements import (
     asks_who_is,
     clients_statement,
     counted_statement,
+    meetings_statement,
     person_statement,
     who_statement,
 )
@@ -72,7 +73,8 @@ def _with_metadata_statement(run: AskRun, conversation: conv.Conversation, parts
     "which clients do we have?": the clients the sources are about, instead of any quote.
 
     A counting question answered from the metadata names the documents it counted ("how many
-    times did we meet acme?" is answered by the meetings), then quotes them as examples.
+    times did we meet acme?" is answered by the meetings), then quotes them as examples; "what
+    was discussed in november?" names the meetings of November, then quotes one line of each.
 
     The quotes follow only when they cite something ("nothing more than what I already quoted"
     is not worth saying after the names)."""
@@ -80,7 +82,8 @@ def _with_metadata_statement(run: AskRun, conversation: conv.Conversation, parts
     person = next((c.value for c in run.chips if c.field == "people" and asks_who_is(run.query, c.value)), "")
     clients = asks_for_clients(run.query)
     counted = bool(run.count and run.counted)
-    if not run.docs or not (who_was_there or person or clients or counted or followups.asks_who_took_part(run.query)):
+    listed = counted or bool(run.meetings)
+    if not run.docs or not (who_was_there or person or clients or listed or followups.asks_who_took_part(run.query)):
         return parts
     if clients:
         facets = facet_values(scope=run.scope, collections=run.request.collections)
@@ -88,8 +91,12 @@ def _with_metadata_statement(run: AskRun, conversation: conv.Conversation, parts
     quotes = CitationFilter(valid={d.n for d in run.docs})
     quotes.feed("".join(parts))
     quotes.flush()
-    if counted:
-        statement = counted_statement(run.counted, run.docs)
+    if listed:
+        if counted:
+            statement = counted_statement(run.counted, run.docs)
+        else:
+            period = period_text(run.analysis, run.applied or run.request)
+            statement = meetings_statement(run.meetings, run.docs, period, latest=run.meetings_latest)
         return [statement, *(["\n\n", *parts] if quotes.used else [])] if statement else parts
     if person:
         statement = person_statement(person, run.docs)

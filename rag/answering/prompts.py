@@ -8,7 +8,7 @@ from django.conf import settings
 
 from rag.answering import conversations as conv
 from rag.answering.retrieval import AskRun, period_text
-from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, format_user_prompt
+from rag.llm.context import STATED_COUNT, STATED_LISTED, STATED_MORE_ABOUT, format_user_prompt
 from rag.words import asks_for_more
 
 SYSTEM_PROMPT = """You are knowhub, an assistant that answers questions from the user's own notes, \
@@ -73,6 +73,9 @@ def ask_messages(run: AskRun, llm, conversation: conv.Conversation) -> list[dict
     if run.count:
         # A counting question's sources are the counted entries: quote them as exemplars.
         stated.append(f"{STATED_COUNT}{run.count['target']}")
+    elif run.meetings:
+        # "What was discussed in november?": the sources are the meetings listed, one line of each.
+        stated.append(f"{STATED_LISTED}meetings")
     if run.rewrite == "carried":
         # "who raised them?": the subject comes from the conversation, so the sources were
         # chosen for it; the follow-up's own few words only say which part is wanted.

@@ -26,6 +26,7 @@ from rag.answering.selectors import (
     count_sources,
     document_topics,
     facet_values,
+    meeting_chunks,
 )
 from rag.answering.sources import (
     DocKey,
@@ -44,6 +45,7 @@ from rag.answering.spelling import (
     unknown_words,
     vocabulary_of,
 )
+from rag.answering.statements import asks_for_meetings
 from rag.embeddings import get_embedder
 from rag.llm import Completion, ModelInfo
 from rag.llm.candidates import query_vector as cached_query_vector
@@ -107,6 +109,8 @@ class AskRun:
     fallback: list[str] = field(default_factory=list)
     count: dict | None = None
     counted: list[CountedEntry] = field(default_factory=list)  # the documents the count counted
+    meetings: list[CountedEntry] = field(default_factory=list)  # "what was discussed in november": them
+    meetings_latest: bool = False  # ``meetings`` is the latest one: the period asked about held none
     hits: list[Hit] = field(default_factory=list)
     answer: list[str] = field(default_factory=list)
     cited: list[int] = field(default_factory=list)
@@ -211,6 +215,7 @@ def retrieve(run: AskRun, llm) -> None:
     applied, hits = _search_with_fallback(run, search, applied, guesses)
     hits = _with_mentions(run, search, hits, applied=applied, depth=depth)
     hits = _with_listed(run, search, hits, applied=applied, depth=depth)
+    hits = _with_meetings(run, hits, applied=applied, depth=depth)
     hits = _apply_guesses(run, search, hits, applied=applied, with_guesses=with_guesses, guesses=guesses, depth=depth)
     if run.previous_cited and hits:
         # "who raised it?": the turn it points back to answers first.
@@ -404,11 +409,7 @@ def _with_listed(run: AskRun, search, hits: list[Hit], *, applied: SearchFilters
     scored alike so that every document holding one stays among the sources; ``hits`` when none
     does."""
     # A period is a filter, not a subject: "what did we decide in 2025" names none.
-    question = run.searched_query
-    for chip in run.chips:
-        if chip.field == "date" and chip.phrase:
-            question = re.sub(re.escape(chip.phrase), " ", question, flags=re.I)
-    listing = asked_listing(question)
+    listing = asked_listing(_without_periods(run))
     if listing is None:
         return hits
     found = {h.chunk_uid: h for h in [*hits, *search(applied, listing.search)]}
@@ -417,6 +418,37 @@ def _with_listed(run: AskRun, search, hits: list[Hit], *, applied: SearchFilters
         return hits
     top = max((h.score for h in hits), default=0.0)
     return [replace(h, score=top, rank=rank) for rank, h in enumerate(stated[:depth], start=1)]
+
+
+def _with_meetings(run: AskRun, hits: list[Hit], *, applied: SearchFilters, depth: int) -> list[Hit]:
+    """"What was discussed in november?" names a period and no subject: the meetings of that
+    period answer it, newest first (``run.meetings``), and a course page updated that month does
+    not, however its words rank. When nothing was dated in the period ("what happened yesterday",
+    its date lifted), the latest meeting answers. ``hits`` when the question asks something else,
+    or when no meeting is found."""
+    dated = bool(applied.date_from or applied.date_to)
+    lifted = any(c.field == "date" for c in run.lifted)
+    if not (dated or lifted) or not asks_for_meetings(_without_periods(run)):
+        return hits
+    chunks, meetings = meeting_chunks(scope=run.scope, filters=applied, limit=depth)
+    if not dated and meetings:  # the latest meeting, in place of the period that held none
+        meetings = [next(e for e in meetings if e.key == chunks[0][1])]
+        chunks = [(uid, key) for uid, key in chunks if key == meetings[0].key]
+    run.meetings, run.meetings_latest = meetings, not dated
+    found = chunks_by_uid(scope=run.scope, uids=[uid for uid, _ in chunks], scores={})
+    if not found:
+        return hits
+    top = max((h.score for h in hits), default=1.0)
+    return [replace(h, score=top, rank=rank) for rank, h in enumerate(found, start=1)]
+
+
+def _without_periods(run: AskRun) -> str:
+    """The question searched without its date phrases: a period is a filter, not a subject."""
+    question = run.searched_query
+    for chip in run.chips:
+        if chip.field == "date" and chip.phrase:
+            question = re.sub(re.escape(chip.phrase), " ", question, flags=re.I)
+    return re.sub(r"\s+", " ", question).strip()
 
 
 def _mentioning(hits: list[Hit], names: list[str]) -> list[Hit]:

@@ -183,6 +183,31 @@ def count_sources(*, scope: Scope, filters: SearchFilters) -> SourceCount:
 
 
 @replicas.read_only
+def meeting_chunks(
+    *, scope: Scope, filters: SearchFilters, limit: int
+) -> tuple[list[tuple[str, DocKey]], list[CountedEntry]]:
+    """The meetings (documents whose metadata lists people) matching ``filters`` in ``scope``:
+    up to ``limit`` of their chunks (uid, document), newest meeting first, and the meetings,
+    oldest first."""
+    where, params = search_filter_sql(filters, scope)
+    with replicas.read_connection().cursor() as cursor:
+        cursor.execute(
+            f"""SELECT c.chunk_uid, c.collection, c.source_type, c.source_id, c.date, c.title
+                FROM rag_chunk c
+                WHERE {where} AND jsonb_typeof(c.metadata->'people') = 'array' AND c.metadata->'people' <> '[]'::jsonb
+                ORDER BY c.date DESC NULLS LAST, c.source_id, c.chunk_idx LIMIT %(meetings_limit)s""",
+            {**params, "meetings_limit": limit},
+        )
+        rows = cursor.fetchall()
+    entries: dict[DocKey, CountedEntry] = {}
+    for _, collection, source_type, source_id, date, title in rows:
+        key = (collection, source_type, source_id)
+        entries.setdefault(key, CountedEntry(key=key, title=title or source_id, date=date))
+    ordered = sorted(entries.values(), key=lambda e: (e.date is None, e.date or dt.date.min, e.title))
+    return [(row[0], (row[1], row[2], row[3])) for row in rows], ordered
+
+
+@replicas.read_only
 def chunks_by_uid(*, scope: Scope, uids: list[str], scores: dict[str, dict] | None = None) -> list[Hit]:
     """Live chunks with these uids that ``scope`` may see, in the order of ``uids``.
 

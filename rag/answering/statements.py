@@ -126,17 +126,62 @@ def counted_statement(entries, docs) -> str:
     meetings themselves, not by a sentence that happens to count something else ("used 340
     times"). Past ``COUNTED_LISTED`` documents, the latest are named. Empty when none is among
     the sources (the names would cite nothing)."""
+    items = _named_entries(entries, docs)
+    if not items:
+        return ""
+    if len(entries) > len(items):
+        return f"The latest {len(items)}: {names_list(items)}."
+    return f"{'It is' if len(items) == 1 else 'They are'} {names_list(items)}."
+
+
+def _named_entries(entries, docs) -> list[str]:
+    """``**Title** (date) [n]`` for the last ``COUNTED_LISTED`` of ``entries``, cited where a
+    source document is one of them; [] when none is."""
     number = {(d.best.collection, d.best.source_type, d.best.source_id): d.n for d in docs}
     if not any(e.key in number for e in entries):
-        return ""
-    shown = entries[-COUNTED_LISTED:]
+        return []
     items = []
-    for entry in shown:
+    for entry in entries[-COUNTED_LISTED:]:
         title = plain_text(entry.title)
         # "Journal 2026-11-03" says its date already.
         when = f" ({entry.date.isoformat()})" if entry.date and entry.date.isoformat() not in title else ""
         n = number.get(entry.key)
         items.append(f"**{title}**{when}{f' [{n}]' if n else ''}")
-    if len(entries) > len(shown):
-        return f"The latest {len(shown)}: {names_list(items)}."
-    return f"{'It is' if len(items) == 1 else 'They are'} {names_list(items)}."
+    return items
+
+
+# The question asks what the meetings of a period were, and nothing about them in particular
+# ("what was discussed in november", "what did we talk about last week", "which meetings did we
+# have this month"), once its period is taken out.
+_ASKS_MEETINGS_RE = re.compile(
+    r"^\s*(?:(?:and|so)\s+)?(?:"
+    r"what\s+(?:was|were|got|has\s+been|have\s+been|did\s+(?:we|they|you|i|the\s+team))\s+"
+    r"(?:discuss(?:ed)?|talk(?:ed)?\s+about|cover(?:ed)?|go\s+over|gone\s+over)"
+    r"|what\s+(?:happened|went\s+on)"
+    r"|(?:what|which)\s+meetings\s+(?:did\s+(?:we|i)\s+have|were\s+there|took\s+place|happened)"
+    r"|(?:list|show(?:\s+me)?)\s+(?:all\s+)?(?:the\s+|our\s+)?meetings"
+    r")(?:\s+(?:in|at|during)\s+(?:the\s+|our\s+)?meetings)?\s*[?.!]*\s*$",
+    re.I,
+)
+
+
+def asks_for_meetings(question: str) -> bool:
+    """Whether ``question`` (its period taken out) asks what the meetings were and nothing more."""
+    return bool(_ASKS_MEETINGS_RE.match(question))
+
+
+def meetings_statement(entries, docs, period: str, *, latest: bool = False) -> str:
+    """The meetings of a period (``CountedEntry``s, oldest first), named and cited where they are
+    among the sources: ``2 meetings in november (between …): **T1** (date) [2] and **T2** (date)
+    [1], according to their metadata.`` Past ``COUNTED_LISTED``, the latest are named. With
+    ``latest`` (the period held none), ``The latest meeting: **T** (date) [1], …``. Empty when
+    none is among the sources."""
+    items = _named_entries(entries, docs)
+    if not items:
+        return ""
+    if latest:
+        return f"The latest meeting: {items[-1]}, according to its metadata."
+    how_many = "A meeting" if len(entries) == 1 else f"{len(entries)} meetings"
+    latest = f", the latest {len(items)}" if len(entries) > len(items) else ""
+    whose = "its" if len(entries) == 1 else "their"
+    return f"{how_many}{period}{latest}: {names_list(items)}, according to {whose} metadata."

@@ -38,9 +38,11 @@ def _attr(value: str) -> str:
 
 
 # Stated phrases the pipeline adds for the extractive answerer, which reads them back: the
-# question counts entries (its sources are the entries counted), or asks for more about a subject
-# (its sources were found for that subject).
+# question counts entries (its sources are the entries counted), asks which documents a period
+# holds (its sources are those listed: "what was discussed in november"), or asks for more about a
+# subject (its sources were found for that subject).
 STATED_COUNT = "count: "
+STATED_LISTED = "listed: "
 STATED_MORE_ABOUT = "more about: "
 
 

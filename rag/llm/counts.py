@@ -59,14 +59,15 @@ def examples_of(target: str, candidates: list) -> list | None:
     return found or None
 
 
-def one_a_source(chosen: list) -> list:
-    """The best-scored of ``chosen`` in each source, in their order: one example a document."""
+def one_a_source(pool: list, *, limit: int) -> list:
+    """The best-scored sentence of each source in ``pool``, at most ``limit``, oldest source first
+    (undated ones last, in rank order): one example of each document counted or listed."""
     best: dict[int, object] = {}
-    for c in chosen:
+    for c in pool:
         if c.source.n not in best or c.score > best[c.source.n].score:
             best[c.source.n] = c
-    keep = {id(c) for c in best.values()}
-    return [c for c in chosen if id(c) in keep]
+    ranked = sorted(best.values(), key=lambda c: -c.score)[:limit]
+    return sorted(ranked, key=lambda c: (not c.source.date, c.source.date, c.source.n))
 
 
 _PLAIN_WORD_RE = re.compile(r"[^\W_]+")

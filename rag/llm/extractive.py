@@ -27,7 +27,14 @@ from rag.llm.candidates import (
     unsaid_sentences,
 )
 from rag.llm.completing import from_first_step, with_antecedents
-from rag.llm.context import STATED_COUNT, STATED_MORE_ABOUT, ContextSource, parse_stated, parse_user_prompt
+from rag.llm.context import (
+    STATED_COUNT,
+    STATED_LISTED,
+    STATED_MORE_ABOUT,
+    ContextSource,
+    parse_stated,
+    parse_user_prompt,
+)
 from rag.llm.counts import counted_target, counted_thing, counts_thing, examples_of, one_a_source
 from rag.llm.listing import newest_first, on_subject, says_kind, states, stating, wants_all
 from rag.llm.prose import (
@@ -202,8 +209,9 @@ class ExtractiveLLM:
         vecs = sentence_vectors(self.embedder, [embedded_text(c) for c in candidates])
         prose = not any(c.speaker for c in candidates)
         # A count the metadata made ("how many times did we meet acme") is no number for a sentence
-        # to state: "used the pilot 340 times" counts something else.
-        counting = any(p.startswith(STATED_COUNT) for p in stated or [])
+        # to state: "used the pilot 340 times" counts something else. Its sources, and a listing's,
+        # are the documents counted (listed): one example of each is quoted.
+        counting = any(p.startswith((STATED_COUNT, STATED_LISTED)) for p in stated or [])
         self._weigh(candidates, vecs, q_vec=q_vec, question=question, prose=prose, rank=rank,
                     counted="" if counting else counted_thing(question))  # fmt: skip
         self.last_candidates = candidates
@@ -247,8 +255,9 @@ class ExtractiveLLM:
         # that create it).
         unsaid = [c for c in candidates if not c.said]
         chosen = from_first_step(question, chosen, unsaid, max_sentences=self.max_sentences)
-        if counting:
-            chosen = one_a_source(chosen)
+        if counting:  # one example of each document counted (listed): the best of its lines
+            telling = [c for c in pool if not c.speaker or says_something(c.text)]
+            chosen = one_a_source(telling, limit=self.max_sentences)
         chosen = with_antecedents(chosen, candidates)
         if prose and not narrowed and chosen and self._answers_otherwise(question, chosen):
             return [], best_similarity
@@ -552,9 +561,10 @@ def _without_stated(question: str, stated: list[str] | None) -> tuple[str, bool]
     for phrase in stated or []:
         residual = re.sub(re.escape(phrase), " ", residual, flags=re.I)
     residual = re.sub(r"\s+", " ", residual).strip()
-    # "count: X" is the pipeline's mark for a counting question: its sources are the entries
-    # counted, chosen by metadata, and the answer quotes them as examples.
-    counting = any(p.startswith(STATED_COUNT) for p in stated or [])
+    # "count: X" ("listed: X") is the pipeline's mark for a counting (listing) question: its
+    # sources are the entries counted (listed), chosen by metadata, and the answer quotes them as
+    # examples.
+    counting = any(p.startswith((STATED_COUNT, STATED_LISTED)) for p in stated or [])
     narrowed = bool(stated) and (counting or len(content_terms(residual) - GENERIC_TERMS) <= 1)
     return residual or question, narrowed
 

@@ -6,7 +6,14 @@ import datetime as dt
 from types import SimpleNamespace
 
 from rag.answering.selectors import CountedEntry
-from rag.answering.statements import COUNTED_LISTED, clients_statement, counted_statement, person_statement
+from rag.answering.statements import (
+    COUNTED_LISTED,
+    asks_for_meetings,
+    clients_statement,
+    counted_statement,
+    meetings_statement,
+    person_statement,
+)
 
 
 def doc(n: int, title: str, date: dt.date | None = None, **metadata) -> SimpleNamespace:
@@ -74,3 +81,27 @@ def test_past_a_handful_of_counted_documents_the_latest_are_named():
     assert statement.startswith(f"The latest {COUNTED_LISTED}: **Weekly 3**")
     assert statement.endswith(f"**Weekly {COUNTED_LISTED + 2}** ({entries[-1].date.isoformat()}) [1].")
     assert "**Weekly 2**" not in statement
+
+
+def test_which_questions_ask_what_the_meetings_of_a_period_were():
+    # The period is taken out before: "what was discussed in november" arrives as its first words.
+    for question in (
+        "what was discussed", "what did we talk about", "What did we discuss?", "what happened",
+        "which meetings did we have", "so what was covered in the meetings", "list the meetings",
+    ):
+        assert asks_for_meetings(question), question
+    for question in ("what was discussed about the budget", "what did we decide", "what happened to the sync"):
+        assert not asks_for_meetings(question), question
+
+
+def test_the_meetings_of_a_period_are_named_with_the_period_or_the_latest_when_it_held_none():
+    weekly, one = counted("Platform weekly", dt.date(2026, 11, 20)), counted("1:1 with Leo", dt.date(2026, 11, 26))
+    period = " in november (between 2026-11-01 and 2026-11-30)"
+    assert meetings_statement([weekly, one], [source(1, weekly), source(2, one)], period) == (
+        "2 meetings in november (between 2026-11-01 and 2026-11-30): **Platform weekly** (2026-11-20) [1] and "
+        "**1:1 with Leo** (2026-11-26) [2], according to their metadata."
+    )
+    assert meetings_statement([one], [source(1, one)], "", latest=True) == (
+        "The latest meeting: **1:1 with Leo** (2026-11-26) [1], according to its metadata."
+    )
+    assert meetings_statement([one], [source(1, weekly)], period) == ""

@@ -119,8 +119,10 @@ def test_the_examples_of_a_count_are_the_lines_said_by_or_naming_what_it_counted
     assert examples_of("Sam Okafor", [used, extend, hand, other]) == [used, extend, hand]
     assert examples_of("acme", [used, extend, hand, other]) == [extend]
     assert examples_of("zorblax", [used, other]) is None
-    # One example a document: the best-scored.
-    assert one_a_source([used, extend, hand]) == [used, hand]
+    # One example a document, the best-scored, oldest document first.
+    review.date, weekly.date = "2026-09-15", "2026-11-20"
+    assert one_a_source([hand, extend, used], limit=4) == [used, hand]
+    assert one_a_source([hand, extend, used], limit=1) == [used]
 
 
 def test_a_count_of_the_thing_asked_beats_a_better_ranked_count_of_something_else(local_embedder):
