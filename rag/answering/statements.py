@@ -5,8 +5,10 @@ the documents' people and entities, which no sentence of theirs lists."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
+from rag.answering.dates import parse_dates
 from rag.answering.sources import plain_text
 
 _WHO_IS_RE = re.compile(r"^\s*(?:(?:and|so)\s+)?who\s*(?:is|was|'s|’s|s)\s+(?P<who>[^?]+?)\s*\??\s*$", re.I)
@@ -168,6 +170,13 @@ _ASKS_MEETINGS_RE = re.compile(
 def asks_for_meetings(question: str) -> bool:
     """Whether ``question`` (its period taken out) asks what the meetings were and nothing more."""
     return bool(_ASKS_MEETINGS_RE.match(question))
+
+
+def asked_for_meetings_of_a_period(question: str, today: dt.date) -> bool:
+    """Whether ``question`` names a period and asks what its meetings were ("what was discussed in
+    november"), as an earlier turn a follow-up such as "tell me more" goes on from."""
+    _, _, phrase = parse_dates(question, today)
+    return bool(phrase) and asks_for_meetings(re.sub(r"\s+", " ", question.replace(phrase, " ")).strip())
 
 
 def meetings_statement(entries, docs, period: str, *, latest: bool = False) -> str:

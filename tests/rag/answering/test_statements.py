@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from rag.answering.selectors import CountedEntry
 from rag.answering.statements import (
     COUNTED_LISTED,
+    asked_for_meetings_of_a_period,
     asks_for_meetings,
     clients_statement,
     counted_statement,
@@ -105,3 +106,11 @@ def test_the_meetings_of_a_period_are_named_with_the_period_or_the_latest_when_i
         "The latest meeting: **1:1 with Leo** (2026-11-26) [1], according to its metadata."
     )
     assert meetings_statement([one], [source(1, weekly)], period) == ""
+
+
+def test_an_earlier_question_on_a_periods_meetings_is_known_with_its_period_in_it():
+    today = dt.date(2026, 11, 29)
+    assert asked_for_meetings_of_a_period("what was discussed in november", today)
+    assert asked_for_meetings_of_a_period("what did we talk about last week", today)
+    assert not asked_for_meetings_of_a_period("what was discussed", today)  # no period: no listing
+    assert not asked_for_meetings_of_a_period("what did we decide in november", today)
