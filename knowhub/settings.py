@@ -412,6 +412,9 @@ KNOWHUB_VECTOR_INDEX = env.str("KNOWHUB_VECTOR_INDEX", default="hnsw")
 # A hybrid search runs its vector half on a second connection while the keyword half runs on the
 # request's own (rag.side_search): about the longer of the two instead of their sum.
 KNOWHUB_SEARCH_PARALLEL = env.bool("KNOWHUB_SEARCH_PARALLEL", default=True)
+# A selective filter (read first by both halves) splits its rows between the two connections, each
+# scoring the keywords of half of them, the side one also the vectors (rag.split_search).
+KNOWHUB_SEARCH_SPLIT = env.bool("KNOWHUB_SEARCH_SPLIT", default=True)
 # Rerank stage (rag.rerank): "none" (offline default), "http" (a Cohere-style /rerank endpoint:
 # Jina, TEI, vLLM, Infinity, Cohere) or "llm" (listwise by the chat model). The top N fused hits
 # are reranked within the timeout; any failure serves the fused order.

@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DataError, connections, transaction
 
 from knowhub import replicas
-from rag import side_search, text_search
+from rag import side_search, split_search, text_search
 from rag.acl import Scope
 from rag.embeddings import Embedder, get_embedder
 from rag.selectors import EmbeddingModelMismatch, check_query_model
@@ -407,17 +407,21 @@ def chunk_search(
         exact, ef_search = vector_plan(cursor, where, named, n) if mode != "fulltext" else (False, 0)
         # One round trip for both (no parameters: psycopg sends it as one simple query).
         hnsw_sql = f"SET LOCAL hnsw.ef_search = {ef_search}; SET LOCAL hnsw.iterative_scan = relaxed_order"
-        vec_future = (
-            side_search.submit(_vector_sql(where, exact=exact, dims=dims), dict(named),
-                               settings_sql=hnsw_sql if ef_search else "", conn=vec_conn)
-            if beside else None
-        )  # fmt: skip
+        split = split_search.wanted(cursor, backend, mode=mode, exact=exact, beside=beside, where=where, params=named)
+
+        def vector_job():
+            return side_search.submit(_vector_sql(where, exact=exact, dims=dims), dict(named),
+                                      settings_sql=hnsw_sql if ef_search else "", conn=vec_conn)  # fmt: skip
+
+        vec_future = vector_job() if beside and not split else None
         tq = backend.prepare(cursor, query=query, filters=filters, scope=scope) if mode != "vector" else None
         has_text = bool(tq and tq.has_text)
         named.update(tq.params if has_text else {})
-        text_hits = backend.candidates(cursor, tq, where=where, params=named, n=n) if has_text else []
+        text_hits, vec_ids = _both_halves(
+            cursor, backend, tq if has_text else None, where=where, named=named, n=n, embedder=embedder,
+            vec_conn=vec_conn, split=split, vec_future=vec_future, vector_job=vector_job,
+        )  # fmt: skip
         named.update(txt_ids=[i for i, _ in text_hits], txt_scores=[sc for _, sc in text_hits])
-        vec_ids = _side_result(vec_future, embedder, vec_conn) if vec_future else None
         if vec_ids is not None:
             named["vec_ids"] = vec_ids
         elif ef_search:
@@ -463,6 +467,24 @@ def chunk_search(
             break
     took_ms = (time.perf_counter() - started) * 1000
     return SearchResult(hits=hits, took_ms=took_ms, mode=mode, filters=filters, embed_ms=embed_ms, candidates=len(rows))
+
+
+def _both_halves(
+    cursor, backend, tq, *, where: str, named: dict, n: int, embedder, vec_conn, split: bool, vec_future, vector_job
+) -> tuple[list[tuple[int, float]], list[int] | None]:
+    """(the keyword candidates, the vector half's ids or None when the final query finds them):
+    the filter's rows split between the connections (``rag.split_search``), or the vector half
+    on the side connection (``vec_future``, or ``vector_job`` when the split was meant but the
+    query's scoring cannot be split) while the keyword half runs here."""
+    if split and tq is not None and named.get("bm25_exact"):
+        try:
+            return split_search.both_halves(cursor, backend, tq, where=where, params=named, n=n, conn=vec_conn)
+        except psycopg.DataError as exc:
+            raise _dimension_mismatch(exc, embedder) from exc
+    if split:
+        vec_future = vector_job()
+    text_hits = backend.candidates(cursor, tq, where=where, params=named, n=n) if tq is not None else []
+    return text_hits, (_side_result(vec_future, embedder, vec_conn) if vec_future else None)
 
 
 def _search_connections(mode: str, backend: text_search.TextBackend):

@@ -67,15 +67,18 @@ def _pool(connection) -> tuple[ThreadPoolExecutor, queue.LifoQueue, dict]:
         return _state["executor"], idle, conn_params
 
 
-def submit(sql: str, params: dict, *, settings_sql: str = "", conn=None) -> Future:
+def submit(sql: str, params: dict, *, settings_sql: str = "", conn=None, rows: bool = False) -> Future:
     """Run ``sql`` (returning ids) in a transaction of its own on the server ``conn`` (a Django
     connection; default the primary's) reaches; ``settings_sql`` first (SET LOCAL …).
-    The future gives the list of first-column values, or raises what the database raised."""
+    The future gives the list of first-column values (whole rows with ``rows``), or raises what
+    the database raised."""
     executor, idle, conn_params = _pool(conn or default_connection)
-    return executor.submit(_run, idle, conn_params, sql, params, settings_sql)
+    return executor.submit(_run, idle, conn_params, sql, params, settings_sql, rows)
 
 
-def _run(idle: queue.LifoQueue, conn_params: dict, sql: str, params: dict, settings_sql: str) -> list:
+def _run(
+    idle: queue.LifoQueue, conn_params: dict, sql: str, params: dict, settings_sql: str, rows: bool = False
+) -> list:
     try:
         conn = idle.get_nowait()
     except queue.Empty:
@@ -87,7 +90,7 @@ def _run(idle: queue.LifoQueue, conn_params: dict, sql: str, params: dict, setti
             if settings_sql:
                 cursor.execute(settings_sql)
             cursor.execute(sql, params)
-            ids = [row[0] for row in cursor.fetchall()]
+            ids = cursor.fetchall() if rows else [row[0] for row in cursor.fetchall()]
         conn.rollback()  # read only: nothing to commit, and SET LOCAL ends with it
     except BaseException:
         conn.close()

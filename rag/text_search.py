@@ -171,14 +171,12 @@ class PgTextsearch:
         if plan is None:
             plan = "filter_first" if self.filter_first(cursor, where=where, params=params) else "index_order"
         sql = self.candidates_sql(cursor, where=where, params=params, plan=plan)
-        if plan == "filter_first" and params.get("bm25_exact"):
+        if plan == "filter_first":
             # Score the rows holding a rarer query word first: the commonest words' rows rarely
             # reach the top-n, and when one could, every row is scored below (``rag.text_prune``).
-            essential, rest = text_prune.essential_split(
-                params["bm25_lexemes"], params["bm25_s1"], params["bm25_c"], settings.KNOWHUB_TEXT_PRUNE_FRACTION
-            )
+            first, rest = self.first_pass(params)
             if rest > 0:
-                cursor.execute(sql, {**params, "n": n, "tsq": tsquery(essential)})
+                cursor.execute(sql, {**params, "n": n, **first})
                 rows = [(int(i), float(score)) for i, score in cursor.fetchall()]
                 if text_prune.complete(rows, n=n, rest=rest):
                     return rows
@@ -197,8 +195,30 @@ class PgTextsearch:
             rows = [(int(i), float(score)) for i, score in cursor.fetchall()]
         return rows
 
-    def candidates_sql(self, cursor, *, where: str, params: dict, plan: str | None = None) -> str:
-        """``plan``: "filter_first" / "index_order" (default: by selectivity).
+    def first_pass(self, params: dict) -> tuple[dict, float]:
+        """The parameters of the first, pruned pass over a selective filter's rows (the essential
+        lexemes' tsquery) and the bound no row it skips reaches (0: nothing skipped, the pass is
+        the whole search); see ``rag.text_prune``."""
+        if not params.get("bm25_exact"):
+            return {}, 0.0
+        essential, rest = text_prune.essential_split(
+            params["bm25_lexemes"], params["bm25_s1"], params["bm25_c"], settings.KNOWHUB_TEXT_PRUNE_FRACTION
+        )
+        return ({"tsq": tsquery(essential)}, rest) if rest > 0 else ({}, 0.0)
+
+    def selective(self, cursor, *, where: str, params: dict) -> bool:
+        """Whether the filter keeps so few rows that its own indexes find them, and the query words
+        are checked row by row (``candidates_sql``'s selective plan)."""
+        if not self.filter_first(cursor, where=where, params=params):
+            return False
+        rows, total = filter_estimate(cursor, where, params)
+        return rows / total < BROAD_FILTER
+
+    def candidates_sql(
+        self, cursor, *, where: str, params: dict, plan: str | None = None, parity: int | None = None
+    ) -> str:
+        """``plan``: "filter_first" / "index_order" (default: by selectivity). ``parity`` (0, 1):
+        only the rows whose id has it, on a selective filter (``rag.split_search``).
 
         ``index_order`` reads each row's score from the index scan that ranked it
         (``bm25_get_current_score()``, the value pg_textsearch caches per returned tuple) instead of
@@ -221,10 +241,11 @@ class PgTextsearch:
                 # common words reads half the index (65 of 70 ms measured at 100k chunks, 1 % filter).
                 # OFFSET 0 keeps the filter's scan apart without a materialised CTE, which would
                 # copy every filtered row's tsv into its store first.
+                half = f"AND c.id %% 2 = {int(parity)}" if parity is not None else ""
                 return f"""
                     SELECT c.id, {self.score_sql("c")} AS s
                     FROM (SELECT c.id, c.tsv, c.search_dl, {text} FROM rag_chunk c WHERE {where} OFFSET 0) c
-                    WHERE c.tsv @@ %(tsq)s::tsquery
+                    WHERE c.tsv @@ %(tsq)s::tsquery {half}
                     ORDER BY s DESC, c.id LIMIT %(n)s
                 """
             return f"""
