@@ -187,24 +187,28 @@ def meeting_chunks(
     *, scope: Scope, filters: SearchFilters, limit: int
 ) -> tuple[list[tuple[str, DocKey]], list[CountedEntry]]:
     """The meetings (documents whose metadata lists people) matching ``filters`` in ``scope``:
-    up to ``limit`` of their chunks (uid, document), newest meeting first, and the meetings,
-    oldest first."""
+    up to ``limit`` of their chunks (uid, document), newest meeting first, and every one of the
+    meetings, oldest first."""
     where, params = search_filter_sql(filters, scope)
+    where = f"{where} AND jsonb_typeof(c.metadata->'people') = 'array' AND c.metadata->'people' <> '[]'::jsonb"
     with replicas.read_connection().cursor() as cursor:
         cursor.execute(
-            f"""SELECT c.chunk_uid, c.collection, c.source_type, c.source_id, c.date, c.title
-                FROM rag_chunk c
-                WHERE {where} AND jsonb_typeof(c.metadata->'people') = 'array' AND c.metadata->'people' <> '[]'::jsonb
+            f"""SELECT c.collection, c.source_type, c.source_id, min(c.date), min(c.title)
+                FROM rag_chunk c WHERE {where}
+                GROUP BY c.collection, c.source_type, c.source_id""",
+            params,
+        )
+        meetings = sorted(
+            (CountedEntry(key=(row[0], row[1], row[2]), title=row[4] or row[2], date=row[3]) for row in cursor),
+            key=lambda e: (e.date is None, e.date or dt.date.min, e.title),
+        )
+        cursor.execute(
+            f"""SELECT c.chunk_uid, c.collection, c.source_type, c.source_id FROM rag_chunk c WHERE {where}
                 ORDER BY c.date DESC NULLS LAST, c.source_id, c.chunk_idx LIMIT %(meetings_limit)s""",
             {**params, "meetings_limit": limit},
         )
-        rows = cursor.fetchall()
-    entries: dict[DocKey, CountedEntry] = {}
-    for _, collection, source_type, source_id, date, title in rows:
-        key = (collection, source_type, source_id)
-        entries.setdefault(key, CountedEntry(key=key, title=title or source_id, date=date))
-    ordered = sorted(entries.values(), key=lambda e: (e.date is None, e.date or dt.date.min, e.title))
-    return [(row[0], (row[1], row[2], row[3])) for row in rows], ordered
+        chunks = [(row[0], (row[1], row[2], row[3])) for row in cursor.fetchall()]
+    return chunks, meetings
 
 
 @replicas.read_only

@@ -191,6 +191,6 @@ def meetings_statement(entries, docs, period: str, *, latest: bool = False) -> s
     if latest:
         return f"The latest meeting: {items[-1]}, according to its metadata."
     how_many = "A meeting" if len(entries) == 1 else f"{len(entries)} meetings"
-    latest = f", the latest {len(items)}" if len(entries) > len(items) else ""
+    newest = f", the latest {len(items)}" if len(entries) > len(items) else ""
     whose = "its" if len(entries) == 1 else "their"
-    return f"{how_many}{period}{latest}: {names_list(items)}, according to {whose} metadata."
+    return f"{how_many}{period}{newest}: {names_list(items)}, according to {whose} metadata."
