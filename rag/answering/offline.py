@@ -17,11 +17,13 @@ from rag.answering.statements import (
     asks_who_is,
     clients_statement,
     counted_statement,
-    meetings_statement,
+    period_statement,
     person_statement,
     who_statement,
 )
 from rag.llm import Completion
+
+LISTING_QUOTED_UP_TO = 3  # a period listing more documents than this is named without quotes
 
 
 def offline_parts(run: AskRun, llm, conversation: conv.Conversation) -> list[str]:
@@ -74,7 +76,8 @@ def _with_metadata_statement(run: AskRun, conversation: conv.Conversation, parts
 
     A counting question answered from the metadata names the documents it counted ("how many
     times did we meet acme?" is answered by the meetings), then quotes them as examples; "what
-    was discussed in november?" names the meetings of November, then quotes one line of each.
+    was discussed in november?" names the meetings of November ("what's new this week?" the
+    documents of the week), then quotes one line of each.
 
     The quotes follow only when they cite something ("nothing more than what I already quoted"
     is not worth saying after the names)."""
@@ -82,7 +85,7 @@ def _with_metadata_statement(run: AskRun, conversation: conv.Conversation, parts
     person = next((c.value for c in run.chips if c.field == "people" and asks_who_is(run.query, c.value)), "")
     clients = asks_for_clients(run.query)
     counted = bool(run.count and run.counted)
-    listed = counted or bool(run.meetings)
+    listed = counted or bool(run.listed)
     if not run.docs or not (who_was_there or person or clients or listed or followups.asks_who_took_part(run.query)):
         return parts
     if clients:
@@ -96,8 +99,12 @@ def _with_metadata_statement(run: AskRun, conversation: conv.Conversation, parts
             statement = counted_statement(run.counted, run.docs)
         else:
             period = period_text(run.analysis, run.applied or run.request)
-            statement = meetings_statement(run.meetings, run.docs, period, latest=run.meetings_latest)
-        return [statement, *(["\n\n", *parts] if quotes.used else [])] if statement else parts
+            statement = period_statement(
+                run.listed, run.docs, period, noun=run.listed_noun, latest=run.listed_latest
+            )
+        # A period's many documents are answered by their names: a line of each would be a page.
+        quoted = quotes.used and (counted or len(run.listed) <= LISTING_QUOTED_UP_TO)
+        return [statement, *(["\n\n", *parts] if quoted else [])] if statement else parts
     if person:
         statement = person_statement(person, run.docs)
         return [statement, *(["\n\n", *parts] if quotes.used else [])] if statement else parts

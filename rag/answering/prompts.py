@@ -8,7 +8,7 @@ from django.conf import settings
 
 from rag.answering import conversations as conv
 from rag.answering.retrieval import AskRun, period_text
-from rag.answering.statements import asked_for_meetings_of_a_period
+from rag.answering.statements import period_listing_asked
 from rag.llm.context import STATED_COUNT, STATED_LISTED, STATED_MORE_ABOUT, format_user_prompt
 from rag.words import asks_for_more
 
@@ -74,9 +74,9 @@ def ask_messages(run: AskRun, llm, conversation: conv.Conversation) -> list[dict
     if run.count:
         # A counting question's sources are the counted entries: quote them as exemplars.
         stated.append(f"{STATED_COUNT}{run.count['target']}")
-    elif run.meetings:
+    elif run.listed:
         # "What was discussed in november?": the sources are the meetings listed, one line of each.
-        stated.append(f"{STATED_LISTED}meetings")
+        stated.append(f"{STATED_LISTED}{run.listed_noun}s")
     if run.rewrite == "carried":
         # "who raised them?": the subject comes from the conversation, so the sources were
         # chosen for it; the follow-up's own few words only say which part is wanted.
@@ -85,10 +85,10 @@ def ask_messages(run: AskRun, llm, conversation: conv.Conversation) -> list[dict
         # "what did they want?" on the last answer's sources: as above, they were chosen for the
         # conversation's subject ("tell me more" wants only what was not said: no such mark).
         stated.append(f"conversation: {run.topic}")
-    elif run.strategy == conv.REUSE and asked_for_meetings_of_a_period(run.topic, run.today):
+    elif run.strategy == conv.REUSE and (noun := period_listing_asked(run.topic, run.today)):
         # "tell me more" after "what was discussed in november": more of each meeting listed (the
         # period is what the earlier question filtered on, not words a line must hold).
-        stated.append(f"{STATED_LISTED}meetings")
+        stated.append(f"{STATED_LISTED}{noun}s")
     elif run.rewrite == "new_subject":
         # "tell me more about Northwind": the sources were found for the subject, and the person
         # wants what they say about it, not only the one sentence that names it.

@@ -26,7 +26,7 @@ from rag.answering.selectors import (
     count_sources,
     document_topics,
     facet_values,
-    meeting_chunks,
+    period_chunks,
 )
 from rag.answering.sources import (
     DocKey,
@@ -45,7 +45,7 @@ from rag.answering.spelling import (
     unknown_words,
     vocabulary_of,
 )
-from rag.answering.statements import asks_for_meetings
+from rag.answering.statements import period_listing
 from rag.embeddings import get_embedder
 from rag.llm import Completion, ModelInfo
 from rag.llm.candidates import query_vector as cached_query_vector
@@ -109,8 +109,9 @@ class AskRun:
     fallback: list[str] = field(default_factory=list)
     count: dict | None = None
     counted: list[CountedEntry] = field(default_factory=list)  # the documents the count counted
-    meetings: list[CountedEntry] = field(default_factory=list)  # "what was discussed in november": them
-    meetings_latest: bool = False  # ``meetings`` is the latest one: the period asked about held none
+    listed: list[CountedEntry] = field(default_factory=list)  # "what was discussed in november": its meetings
+    listed_noun: str = ""  # what ``listed`` are: "meeting", "document"
+    listed_latest: bool = False  # ``listed`` is the latest one: the period asked about held none
     hits: list[Hit] = field(default_factory=list)
     answer: list[str] = field(default_factory=list)
     cited: list[int] = field(default_factory=list)
@@ -215,7 +216,7 @@ def retrieve(run: AskRun, llm) -> None:
     applied, hits = _search_with_fallback(run, search, applied, guesses)
     hits = _with_mentions(run, search, hits, applied=applied, depth=depth)
     hits = _with_listed(run, search, hits, applied=applied, depth=depth)
-    hits = _with_meetings(run, hits, applied=applied, depth=depth)
+    hits = _with_period_listing(run, hits, applied=applied, depth=depth)
     hits = _apply_guesses(run, search, hits, applied=applied, with_guesses=with_guesses, guesses=guesses, depth=depth)
     if run.previous_cited and hits:
         # "who raised it?": the turn it points back to answers first.
@@ -420,21 +421,22 @@ def _with_listed(run: AskRun, search, hits: list[Hit], *, applied: SearchFilters
     return [replace(h, score=top, rank=rank) for rank, h in enumerate(stated[:depth], start=1)]
 
 
-def _with_meetings(run: AskRun, hits: list[Hit], *, applied: SearchFilters, depth: int) -> list[Hit]:
+def _with_period_listing(run: AskRun, hits: list[Hit], *, applied: SearchFilters, depth: int) -> list[Hit]:
     """"What was discussed in november?" names a period and no subject: the meetings of that
-    period answer it, newest first (``run.meetings``), and a course page updated that month does
-    not, however its words rank. When nothing was dated in the period ("what happened yesterday",
-    its date lifted), the latest meeting answers. ``hits`` when the question asks something else,
-    or when no meeting is found."""
+    period answer it, newest first (``run.listed``), and a course page updated that month does
+    not, however its words rank; "what's new this week?" is answered by every document of the
+    week. When nothing was dated in the period ("what happened yesterday", its date lifted), the
+    latest one answers. ``hits`` when the question asks something else, or none is found."""
     dated = bool(applied.date_from or applied.date_to)
     lifted = any(c.field == "date" for c in run.lifted)
-    if not (dated or lifted) or not asks_for_meetings(_without_periods(run)):
+    noun = period_listing(_without_periods(run)) if dated or lifted else ""
+    if not noun:
         return hits
-    chunks, meetings = meeting_chunks(scope=run.scope, filters=applied, limit=depth)
-    if not dated and meetings:  # the latest meeting, in place of the period that held none
-        meetings = [next(e for e in meetings if e.key == chunks[0][1])]
-        chunks = [(uid, key) for uid, key in chunks if key == meetings[0].key]
-    run.meetings, run.meetings_latest = meetings, not dated
+    chunks, listed = period_chunks(scope=run.scope, filters=applied, limit=depth, meetings=noun == "meeting")
+    if not dated and listed:  # the latest one, in place of the period that held none
+        listed = [next(e for e in listed if e.key == chunks[0][1])]
+        chunks = [(uid, key) for uid, key in chunks if key == listed[0].key]
+    run.listed, run.listed_noun, run.listed_latest = listed, noun, not dated
     found = chunks_by_uid(scope=run.scope, uids=[uid for uid, _ in chunks], scores={})
     if not found:
         return hits

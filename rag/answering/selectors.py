@@ -183,14 +183,15 @@ def count_sources(*, scope: Scope, filters: SearchFilters) -> SourceCount:
 
 
 @replicas.read_only
-def meeting_chunks(
-    *, scope: Scope, filters: SearchFilters, limit: int
+def period_chunks(
+    *, scope: Scope, filters: SearchFilters, limit: int, meetings: bool
 ) -> tuple[list[tuple[str, DocKey]], list[CountedEntry]]:
-    """The meetings (documents whose metadata lists people) matching ``filters`` in ``scope``:
-    up to ``limit`` of their chunks (uid, document), newest meeting first, and every one of the
-    meetings, oldest first."""
+    """The documents matching ``filters`` in ``scope`` (with ``meetings``, only those whose
+    metadata lists people): up to ``limit`` of their chunks (uid, document), newest document
+    first, and every one of the documents, oldest first."""
     where, params = search_filter_sql(filters, scope)
-    where = f"{where} AND jsonb_typeof(c.metadata->'people') = 'array' AND c.metadata->'people' <> '[]'::jsonb"
+    if meetings:
+        where = f"{where} AND jsonb_typeof(c.metadata->'people') = 'array' AND c.metadata->'people' <> '[]'::jsonb"
     with replicas.read_connection().cursor() as cursor:
         cursor.execute(
             f"""SELECT c.collection, c.source_type, c.source_id, min(c.date), min(c.title)
@@ -198,17 +199,17 @@ def meeting_chunks(
                 GROUP BY c.collection, c.source_type, c.source_id""",
             params,
         )
-        meetings = sorted(
+        documents = sorted(
             (CountedEntry(key=(row[0], row[1], row[2]), title=row[4] or row[2], date=row[3]) for row in cursor),
             key=lambda e: (e.date is None, e.date or dt.date.min, e.title),
         )
         cursor.execute(
             f"""SELECT c.chunk_uid, c.collection, c.source_type, c.source_id FROM rag_chunk c WHERE {where}
-                ORDER BY c.date DESC NULLS LAST, c.source_id, c.chunk_idx LIMIT %(meetings_limit)s""",
-            {**params, "meetings_limit": limit},
+                ORDER BY c.date DESC NULLS LAST, c.source_id, c.chunk_idx LIMIT %(listed_limit)s""",
+            {**params, "listed_limit": limit},
         )
         chunks = [(row[0], (row[1], row[2], row[3])) for row in cursor.fetchall()]
-    return chunks, meetings
+    return chunks, documents
 
 
 @replicas.read_only

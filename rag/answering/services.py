@@ -253,7 +253,7 @@ def _pipeline(run: AskRun) -> Iterator[AskEvent]:
             if not parts and not run.count:
                 parts = [NOTHING_VISIBLE.format(query=run.query)]
             # A count's "entries" and "times" are how it counts, not a subject the sources lack.
-            elif run.cited and not (run.count or run.meetings) and (note := unmentioned_note(run, "".join(parts))):
+            elif run.cited and not (run.count or run.listed) and (note := unmentioned_note(run, "".join(parts))):
                 parts = [note + "\n\n", *parts]
             if parts:
                 yield AskEvent("status", {"stage": "generating", "model": run.info.id})

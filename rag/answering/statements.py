@@ -167,30 +167,42 @@ _ASKS_MEETINGS_RE = re.compile(
 )
 
 
-def asks_for_meetings(question: str) -> bool:
-    """Whether ``question`` (its period taken out) asks what the meetings were and nothing more."""
-    return bool(_ASKS_MEETINGS_RE.match(question))
+# "What's new this week", "what changed last month", "anything new": every document of the period.
+_ASKS_NEW_RE = re.compile(
+    r"^\s*(?:(?:and|so)\s+)?(?:what(?:'s|’s|s|\s+is)|anything|what)\s+"
+    r"(?:new|changed|has\s+changed|was\s+added|got\s+added|has\s+been\s+added)\s*[?.!]*\s*$",
+    re.I,
+)
 
 
-def asked_for_meetings_of_a_period(question: str, today: dt.date) -> bool:
-    """Whether ``question`` names a period and asks what its meetings were ("what was discussed in
-    november"), as an earlier turn a follow-up such as "tell me more" goes on from."""
+def period_listing(question: str) -> str:
+    """What ``question`` (its period taken out) asks the list of, and nothing more about:
+    "meeting" ("what was discussed", "which meetings did we have"), "document" ("what's new",
+    "what changed"), or "" for any other question."""
+    if _ASKS_MEETINGS_RE.match(question):
+        return "meeting"
+    return "document" if _ASKS_NEW_RE.match(question) else ""
+
+
+def period_listing_asked(question: str, today: dt.date) -> str:
+    """``period_listing`` of a question that names a period ("what was discussed in november"),
+    as an earlier turn a follow-up such as "tell me more" goes on from; "" without a period."""
     _, _, phrase = parse_dates(question, today)
-    return bool(phrase) and asks_for_meetings(re.sub(r"\s+", " ", question.replace(phrase, " ")).strip())
+    return period_listing(re.sub(r"\s+", " ", question.replace(phrase, " ")).strip()) if phrase else ""
 
 
-def meetings_statement(entries, docs, period: str, *, latest: bool = False) -> str:
-    """The meetings of a period (``CountedEntry``s, oldest first), named and cited where they are
-    among the sources: ``2 meetings in november (between …): **T1** (date) [2] and **T2** (date)
-    [1], according to their metadata.`` Past ``COUNTED_LISTED``, the latest are named. With
-    ``latest`` (the period held none), ``The latest meeting: **T** (date) [1], …``. Empty when
-    none is among the sources."""
+def period_statement(entries, docs, period: str, *, noun: str = "meeting", latest: bool = False) -> str:
+    """The meetings (``noun``: or documents) of a period (``CountedEntry``s, oldest first), named
+    and cited where they are among the sources: ``2 meetings in november (between …): **T1**
+    (date) [2] and **T2** (date) [1], according to their metadata.`` Past ``COUNTED_LISTED``, the
+    latest are named. With ``latest`` (the period held none), ``The latest meeting: **T** (date)
+    [1], …``. Empty when none is among the sources."""
     items = _named_entries(entries, docs)
     if not items:
         return ""
     if latest:
-        return f"The latest meeting: {items[-1]}, according to its metadata."
-    how_many = "A meeting" if len(entries) == 1 else f"{len(entries)} meetings"
+        return f"The latest {noun}: {items[-1]}, according to its metadata."
+    how_many = f"A {noun}" if len(entries) == 1 else f"{len(entries)} {noun}s"
     newest = f", the latest {len(items)}" if len(entries) > len(items) else ""
     whose = "its" if len(entries) == 1 else "their"
     return f"{how_many}{period}{newest}: {names_list(items)}, according to {whose} metadata."

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 from rag.answering.selectors import CountedEntry
 from rag.answering.statements import (
     COUNTED_LISTED,
-    asked_for_meetings_of_a_period,
-    asks_for_meetings,
     clients_statement,
     counted_statement,
-    meetings_statement,
+    period_listing,
+    period_listing_asked,
+    period_statement,
     person_statement,
 )
 
@@ -84,33 +84,42 @@ def test_past_a_handful_of_counted_documents_the_latest_are_named():
     assert "**Weekly 2**" not in statement
 
 
-def test_which_questions_ask_what_the_meetings_of_a_period_were():
+def test_which_questions_ask_what_the_meetings_or_the_documents_of_a_period_were():
     # The period is taken out before: "what was discussed in november" arrives as its first words.
     for question in (
         "what was discussed", "what did we talk about", "What did we discuss?", "what happened",
         "which meetings did we have", "so what was covered in the meetings", "list the meetings",
     ):
-        assert asks_for_meetings(question), question
-    for question in ("what was discussed about the budget", "what did we decide", "what happened to the sync"):
-        assert not asks_for_meetings(question), question
+        assert period_listing(question) == "meeting", question
+    for question in ("what's new", "whats new", "anything new?", "what changed", "what was added"):
+        assert period_listing(question) == "document", question
+    for question in (
+        "what was discussed about the budget", "what did we decide", "what happened to the sync",
+        "what's new in pgvector",
+    ):
+        assert period_listing(question) == "", question
 
 
 def test_the_meetings_of_a_period_are_named_with_the_period_or_the_latest_when_it_held_none():
     weekly, one = counted("Platform weekly", dt.date(2026, 11, 20)), counted("1:1 with Leo", dt.date(2026, 11, 26))
     period = " in november (between 2026-11-01 and 2026-11-30)"
-    assert meetings_statement([weekly, one], [source(1, weekly), source(2, one)], period) == (
+    assert period_statement([weekly, one], [source(1, weekly), source(2, one)], period) == (
         "2 meetings in november (between 2026-11-01 and 2026-11-30): **Platform weekly** (2026-11-20) [1] and "
         "**1:1 with Leo** (2026-11-26) [2], according to their metadata."
     )
-    assert meetings_statement([one], [source(1, one)], "", latest=True) == (
+    assert period_statement([one], [source(1, one)], "", latest=True) == (
         "The latest meeting: **1:1 with Leo** (2026-11-26) [1], according to its metadata."
     )
-    assert meetings_statement([one], [source(1, weekly)], period) == ""
+    assert period_statement([one], [source(1, one)], " this week", noun="document") == (
+        "A document this week: **1:1 with Leo** (2026-11-26) [1], according to its metadata."
+    )
+    assert period_statement([one], [source(1, weekly)], period) == ""
 
 
 def test_an_earlier_question_on_a_periods_meetings_is_known_with_its_period_in_it():
     today = dt.date(2026, 11, 29)
-    assert asked_for_meetings_of_a_period("what was discussed in november", today)
-    assert asked_for_meetings_of_a_period("what did we talk about last week", today)
-    assert not asked_for_meetings_of_a_period("what was discussed", today)  # no period: no listing
-    assert not asked_for_meetings_of_a_period("what did we decide in november", today)
+    assert period_listing_asked("what was discussed in november", today) == "meeting"
+    assert period_listing_asked("what did we talk about last week", today) == "meeting"
+    assert period_listing_asked("what's new this week", today) == "document"
+    assert period_listing_asked("what was discussed", today) == ""  # no period: no listing
+    assert period_listing_asked("what did we decide in november", today) == ""
