@@ -164,21 +164,11 @@ def count_sources(*, scope: Scope, filters: SearchFilters) -> SourceCount:
     """Distinct source documents (a journal entry, a meeting) matching ``filters`` in ``scope``."""
     where, params = search_filter_sql(filters, scope)
     with replicas.read_connection().cursor() as cursor:
-        cursor.execute(
-            f"""SELECT c.collection, c.source_type, c.source_id, min(c.date), min(c.title)
-                FROM rag_chunk c WHERE {where}
-                GROUP BY c.collection, c.source_type, c.source_id""",
-            params,
-        )
-        rows = cursor.fetchall()
-    dates = sorted(row[3] for row in rows if row[3])
-    entries = sorted(
-        (CountedEntry(key=(row[0], row[1], row[2]), title=row[4] or row[2], date=row[3]) for row in rows),
-        key=lambda e: (e.date is None, e.date or dt.date.min, e.title),
-    )
+        entries = _documents(cursor, where, params)
+    dates = [e.date for e in entries if e.date]
     return SourceCount(
-        sources=len(rows), first_date=dates[0] if dates else None, last_date=dates[-1] if dates else None, dates=dates,
-        entries=entries,
+        sources=len(entries), first_date=dates[0] if dates else None, last_date=dates[-1] if dates else None,
+        dates=dates, entries=entries,
     )  # fmt: skip
 
 
@@ -193,16 +183,7 @@ def period_chunks(
     if meetings:
         where = f"{where} AND jsonb_typeof(c.metadata->'people') = 'array' AND c.metadata->'people' <> '[]'::jsonb"
     with replicas.read_connection().cursor() as cursor:
-        cursor.execute(
-            f"""SELECT c.collection, c.source_type, c.source_id, min(c.date), min(c.title)
-                FROM rag_chunk c WHERE {where}
-                GROUP BY c.collection, c.source_type, c.source_id""",
-            params,
-        )
-        documents = sorted(
-            (CountedEntry(key=(row[0], row[1], row[2]), title=row[4] or row[2], date=row[3]) for row in cursor),
-            key=lambda e: (e.date is None, e.date or dt.date.min, e.title),
-        )
+        documents = _documents(cursor, where, params)
         cursor.execute(
             f"""SELECT c.chunk_uid, c.collection, c.source_type, c.source_id FROM rag_chunk c WHERE {where}
                 ORDER BY c.date DESC NULLS LAST, c.source_id, c.chunk_idx LIMIT %(listed_limit)s""",
@@ -210,6 +191,20 @@ def period_chunks(
         )
         chunks = [(row[0], (row[1], row[2], row[3])) for row in cursor.fetchall()]
     return chunks, documents
+
+
+def _documents(cursor, where: str, params: dict) -> list[CountedEntry]:
+    """The source documents of the chunks ``where`` keeps, oldest first (undated ones last)."""
+    cursor.execute(
+        f"""SELECT c.collection, c.source_type, c.source_id, min(c.date), min(c.title)
+            FROM rag_chunk c WHERE {where}
+            GROUP BY c.collection, c.source_type, c.source_id""",
+        params,
+    )
+    return sorted(
+        (CountedEntry(key=(row[0], row[1], row[2]), title=row[4] or row[2], date=row[3]) for row in cursor.fetchall()),
+        key=lambda e: (e.date is None, e.date or dt.date.min, e.title),
+    )
 
 
 @replicas.read_only
