@@ -38,8 +38,17 @@ def wanted(cursor, backend, *, mode: str, exact: bool, beside: bool, where: str,
         and exact
         and mode in ("hybrid", "rrf")
         and isinstance(backend, text_search.PgTextsearch)
-        and backend.selective(cursor, where=where, params=params)
+        and _selective(cursor, backend, where=where, params=params)
     )
+
+
+def _selective(cursor, backend: text_search.PgTextsearch, *, where: str, params: dict) -> bool:
+    """Whether the filter keeps so few rows that its own indexes find them and the query words are
+    checked row by row (the keyword backend's selective filter-first plan)."""
+    if not backend.filter_first(cursor, where=where, params=params):
+        return False
+    rows, total = text_search.filter_estimate(cursor, where, params)
+    return rows / total < text_search.BROAD_FILTER
 
 
 def side_sql(where: str, backend: text_search.PgTextsearch) -> str:
@@ -65,7 +74,7 @@ def both_halves(
     """(the keyword candidates, best first; the vector half's ids, nearest first), the rows split
     between the request's ``cursor`` and a side connection to the server ``conn`` reaches. The
     vector ids are None when the side connection failed (the caller runs that half itself)."""
-    first, rest = backend.first_pass(params)
+    first, rest = text_prune.first_pass(params, settings.KNOWHUB_TEXT_PRUNE_FRACTION)
     run = {**params, **first, "n": n}
     future = side_search.submit(side_sql(where, backend), run, conn=conn, rows=True)
     cursor.execute(backend.candidates_sql(cursor, where=where, params=params, plan="filter_first", parity=0), run)

@@ -17,6 +17,8 @@ skips more rows and falls back more often; either way the result is the same.
 
 from __future__ import annotations
 
+from rag.text_query import tsquery
+
 # A row holding only skipped lexemes scores strictly below their bound; the margin keeps float
 # rounding in the database from turning a tie into a wrong answer.
 _MARGIN = 1e-9
@@ -43,3 +45,13 @@ def complete(rows: list[tuple[int, float]], *, n: int, rest: float) -> bool:
     """Whether the top-n of the essential lexemes' rows is the top-n of all rows: the page is full
     and its last score is above what any skipped row can reach."""
     return len(rows) == n and (n == 0 or rows[-1][1] > rest * (1 + _MARGIN))
+
+
+def first_pass(params: dict, fraction: float) -> tuple[dict, float]:
+    """The parameters of the first pass over a selective filter's rows (``tsq``: the essential
+    lexemes of the query ``rag.text_search.PgTextsearch.prepare`` made ``params`` for) and the
+    bound no row it skips reaches; ({}, 0) when nothing is skipped (the pass is the whole search)."""
+    if not params.get("bm25_exact"):
+        return {}, 0.0
+    essential, rest = essential_split(params["bm25_lexemes"], params["bm25_s1"], params["bm25_c"], fraction)
+    return ({"tsq": tsquery(essential)}, rest) if rest > 0 else ({}, 0.0)

@@ -174,7 +174,7 @@ class PgTextsearch:
         if plan == "filter_first":
             # Score the rows holding a rarer query word first: the commonest words' rows rarely
             # reach the top-n, and when one could, every row is scored below (``rag.text_prune``).
-            first, rest = self.first_pass(params)
+            first, rest = text_prune.first_pass(params, settings.KNOWHUB_TEXT_PRUNE_FRACTION)
             if rest > 0:
                 cursor.execute(sql, {**params, "n": n, **first})
                 rows = [(int(i), float(score)) for i, score in cursor.fetchall()]
@@ -194,25 +194,6 @@ class PgTextsearch:
             )
             rows = [(int(i), float(score)) for i, score in cursor.fetchall()]
         return rows
-
-    def first_pass(self, params: dict) -> tuple[dict, float]:
-        """The parameters of the first, pruned pass over a selective filter's rows (the essential
-        lexemes' tsquery) and the bound no row it skips reaches (0: nothing skipped, the pass is
-        the whole search); see ``rag.text_prune``."""
-        if not params.get("bm25_exact"):
-            return {}, 0.0
-        essential, rest = text_prune.essential_split(
-            params["bm25_lexemes"], params["bm25_s1"], params["bm25_c"], settings.KNOWHUB_TEXT_PRUNE_FRACTION
-        )
-        return ({"tsq": tsquery(essential)}, rest) if rest > 0 else ({}, 0.0)
-
-    def selective(self, cursor, *, where: str, params: dict) -> bool:
-        """Whether the filter keeps so few rows that its own indexes find them, and the query words
-        are checked row by row (``candidates_sql``'s selective plan)."""
-        if not self.filter_first(cursor, where=where, params=params):
-            return False
-        rows, total = filter_estimate(cursor, where, params)
-        return rows / total < BROAD_FILTER
 
     def candidates_sql(
         self, cursor, *, where: str, params: dict, plan: str | None = None, parity: int | None = None
