@@ -193,6 +193,9 @@ EVERYDAY_VERB_TERMS = frozenset(
         "know knows knowing knew known tell tells telling told seem seems seemed become becomes became"
     )
 )
+# "What's the latest on the pilot", "the status of the proposal": how recent an answer is wanted,
+# which the documents' dates say, not their words.
+RECENCY_TERMS = frozenset(content_terms("latest status news progress"))
 
 # A follow-up asking for more than the conversation already said ("tell me more", "what else",
 # "go on", a bare "why?").

@@ -64,6 +64,7 @@ from rag.words import (
     EVERYDAY_VERB_TERMS,
     GENERIC_TERMS,
     LIST_REQUEST_TERMS,
+    RECENCY_TERMS,
     WORD_RE,
     asked_listing,
     content_terms,
@@ -319,6 +320,7 @@ def _correct_spelling(run: AskRun, search, applied: SearchFilters) -> bool:
 
 
 _UNMENTIONED_SHARE = 0.25
+_KIND_OF_ANSWER = GENERIC_TERMS | LIST_REQUEST_TERMS | ACTION_TERMS | EVERYDAY_VERB_TERMS | RECENCY_TERMS
 
 
 def unmentioned_note(run: AskRun, answer: str) -> str:
@@ -344,9 +346,9 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
         for w in dict.fromkeys(WORD_RE.findall(run.query))
         if w.lower() in run.unknown
         and w.lower() not in known
-        # "summarize", "discussion", "list", "made": the kind of answer, not its subject; "goes",
-        # "stop": the question's grammar; "wat": "what" typed a letter off
-        and not content_terms(w) <= GENERIC_TERMS | LIST_REQUEST_TERMS | ACTION_TERMS | EVERYDAY_VERB_TERMS
+        # "summarize", "discussion", "list", "made", "latest": the kind of answer, not its subject;
+        # "goes", "stop": the question's grammar; "wat": "what" typed a letter off
+        and not content_terms(w) <= _KIND_OF_ANSWER
         and not slip_of_common_word(w)
         and not re.search(rf"(?<!\w){re.escape(w.lower())}", said)
         and not content_terms(w) <= said_terms

@@ -1,6 +1,6 @@
 """What a chosen quote needs beside it to be read on its own: a procedure's first step ("Open the
 config.edn file." ranks low, but the steps after it make no sense without it), the sentence
-before one that names its subject only as "it" or "he"."""
+before one that names its subject only as "it" or "he", the reason after a fact a "why" asks about."""
 
 from __future__ import annotations
 
@@ -56,4 +56,44 @@ def with_antecedents(chosen: list[Sentence], candidates: list[Sentence]) -> list
             out.append(lead)
             picked.add(id(lead))
         out.append(c)
+    return out
+
+
+_WHY_RE = re.compile(r"^\s*(?:(?:and|so|but)\s+)?(?:why|how come)\b", re.I)
+# Words a sentence gives a reason or a purpose in.
+_REASON_RE = re.compile(
+    r"\b(?:because|since|due to|owing to|so that|in order to|as a result|therefore|thus|hence|reasons?|"
+    r"pays? for|paid for|caused?|causes|leads? to|led to|thanks to)\b",
+    re.I,
+)
+
+
+def with_reason(
+    question: str, chosen: list[Sentence], candidates: list[Sentence], *, max_sentences: int
+) -> list[Sentence]:
+    """A "why…?" answered by a written sentence that states the fact but gives no reason ("The
+    budget for 2027 is 412,000 euros, up from 365,000.") is followed by the sentence after it,
+    where a page gives the reason ("Most of the increase pays for a second on-call engineer."):
+    the sentence closest to the question repeats its words, the reason uses others. Unchanged
+    when a chosen sentence gives a reason, for transcripts, and when the page says nothing after."""
+    if not chosen or not _WHY_RE.match(question) or chosen[0].speaker:
+        return chosen
+    if any(_REASON_RE.search(c.text) for c in chosen):
+        return chosen
+    lead = chosen[0]
+    after = next(
+        (
+            c
+            for c in candidates
+            if c.source.n == lead.source.n and c.position == lead.position + 1 and c.section == lead.section
+        ),
+        None,
+    )
+    if after is None or any(c is after for c in chosen):
+        return chosen
+    rest = list(chosen)
+    if len(rest) >= max_sentences:
+        rest.remove(min(rest[1:], key=lambda c: c.score))
+    out = [*rest]
+    out.insert(out.index(lead) + 1, after)
     return out

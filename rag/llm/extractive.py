@@ -26,7 +26,7 @@ from rag.llm.candidates import (
     sentence_vectors,
     unsaid_sentences,
 )
-from rag.llm.completing import from_first_step, with_antecedents
+from rag.llm.completing import from_first_step, with_antecedents, with_reason
 from rag.llm.context import (
     STATED_COUNT,
     STATED_LISTED,
@@ -36,7 +36,7 @@ from rag.llm.context import (
     parse_user_prompt,
 )
 from rag.llm.counts import counted_target, counted_thing, counts_thing, examples_of, one_a_source
-from rag.llm.listing import newest_first, on_subject, says_kind, states, stating, wants_all
+from rag.llm.listing import asks_overview, newest_first, on_subject, says_kind, spread, states, stating, wants_all
 from rag.llm.prose import (
     asks_how_often,
     dated_lead,
@@ -52,7 +52,9 @@ from rag.llm.prose import (
 from rag.llm.sentence_rank import word_fit
 from rag.llm.sentences import cite
 from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitations, role names
+    ACTIVITY_TERMS,
     agenda_lead,
+    asks_what_busy_with,
     lend_to_replies,
     lines_said_by,
     names_speaker,
@@ -185,6 +187,9 @@ class ExtractiveLLM:
         nothing specific is left ("what was decided?") every source passed the person's own
         filters, so the best sentences are quoted rather than refused.
         """
+        # A person the question names stays in what tells whose lines answer it, also when a filter
+        # on that person took the name out of the question ("what is Maya working on").
+        asked = question
         question, narrowed = _without_stated(question, stated)
         # "Tell me more", "what else": only what the conversation has not quoted yet. Any other
         # follow-up prefers it too (``said_penalty``), but "why did it go up?" is answered by the
@@ -196,6 +201,8 @@ class ExtractiveLLM:
         question = joined_as_written(question, [*(c.text for c in candidates), *(s.title for s in sources)])
         query = f"{topic} {question}".strip() if topic else question
         q_terms = asked_terms(query)
+        if asks_what_busy_with(asked):
+            q_terms -= ACTIVITY_TERMS
         n_sources = max(len(sources), 1)
         rank = {src.n: i for i, src in enumerate(sources)}
         score_overlap(candidates, q_terms)
@@ -213,7 +220,7 @@ class ExtractiveLLM:
         # are the documents counted (listed): one example of each is quoted.
         counting = any(p.startswith((STATED_COUNT, STATED_LISTED)) for p in stated or [])
         self._weigh(candidates, vecs, q_vec=q_vec, question=question, prose=prose, rank=rank,
-                    counted="" if counting else counted_thing(question))  # fmt: skip
+                    counted="" if counting else counted_thing(question), asked=asked)  # fmt: skip
         self.last_candidates = candidates
         best_similarity = max(c.similarity for c in candidates)
         # A source whose agenda item the question names answers it, though no single sentence
@@ -232,7 +239,7 @@ class ExtractiveLLM:
         # answered by a course page's "…is decided by where it is written".
         # "What did Sam say about Notion?" is answered by Sam's lines on it, however well a
         # handbook page on Notion ranks: that page is no one's words.
-        said = lines_said_by(question, q_terms, candidates)
+        said = lines_said_by(asked, q_terms, candidates)
         listed = listing_of(question, q_terms) if whole else None  # every decision (task) asked for
         about = _quotable_sources(question, sources, candidates, q_terms, whole=whole and not said, spoken=not prose)
         kept = said or spoken_lines(question, candidates) or stating(candidates, listed, about, q_terms)
@@ -249,12 +256,16 @@ class ExtractiveLLM:
         )
         chosen = self._choose(
             pool, pool_vecs, floor_ratio=floor_ratio, whole=whole, about=about, leads=leads,
-            latest=dated and asked_listing(question) is not None, dated=dated,
+            latest=dated and asked_listing(question) is not None, dated=dated, q_terms=q_terms,
         )  # fmt: skip
+        if asks_overview(question) and not counting and not said:
+            # What every source on a named subject says of it: the kickoff's and the review's lines.
+            chosen = spread(pool, q_terms, limit=self.max_sentences) or chosen
         # The steps start at the first one not quoted yet ("and how do i use it" after the steps
         # that create it).
         unsaid = [c for c in candidates if not c.said]
         chosen = from_first_step(question, chosen, unsaid, max_sentences=self.max_sentences)
+        chosen = with_reason(question, chosen, unsaid, max_sentences=self.max_sentences)
         if counting:  # one example of each document counted (listed): the best of its lines
             telling = [c for c in pool if not c.speaker or says_something(c.text)]
             chosen = one_a_source(telling, limit=self.max_sentences)
@@ -265,11 +276,12 @@ class ExtractiveLLM:
 
     def _weigh(
         self, candidates: list[Sentence], vecs: list[list[float]], *, q_vec: list[float], question: str, prose: bool,
-        rank: dict[int, int], counted: str,
+        rank: dict[int, int], counted: str, asked: str = "",
     ) -> None:  # fmt: skip
         """Set each candidate's ``similarity``, ``relevance`` and ``score`` (relevance and the rank
         of its source, ``rank``: source number -> place). ``counted``: the stem a "how many X"
-        question counts ("" when the metadata counted)."""
+        question counts ("" when the metadata counted). ``asked``: the question as asked, its
+        filtered names kept (whose turns it asks for)."""
         central = centrality(vecs)
         fits = word_fit(question, [c.text for c in candidates]) if prose else [None] * len(candidates)
         # A frequency is stated the same way written or spoken ("move the sync to every fifteen
@@ -298,7 +310,7 @@ class ExtractiveLLM:
             # (and a question asked in the sources is penalised below). QMSum validation ROUGE-L
             # 0.157 without both, 0.162 with (fit and held-out halves alike).
             cand.relevance += self.centrality_weight * centre
-            if cand.speaker and names_speaker(question, cand.speaker):
+            if cand.speaker and names_speaker(asked or question, cand.speaker):
                 # "What did C think…", "What did the Industrial Designer say…": that person's turns.
                 cand.relevance += self.speaker_bonus
         if self.reply_weight:
@@ -392,13 +404,15 @@ class ExtractiveLLM:
     def _choose(
         self, candidates: list[Sentence], vecs: list[list[float]], *, floor_ratio: float, whole: bool = False,
         about: set[int] | None = None, leads: set[int] | None = None, latest: bool = False, dated: bool = False,
+        q_terms: set[str] = frozenset(),
     ) -> list[Sentence]:  # fmt: skip
         """Pick the answer's sentences by maximal marginal relevance, then put them in reading order.
 
         After the first, a sentence must reach ``floor_ratio`` of its relevance (or be among the
         first two and relevant on its own). With ``latest`` every candidate answers alike (each
         states a decision or a task, and the question names no subject): the newest are taken
-        first, as many as the answer holds. With ``dated`` (a list of them) it reads newest first."""
+        first, as many as the answer holds. With ``dated`` (a list of them) it reads newest first.
+        ``q_terms``, the question's words, say which kind of line is worth a hop to another source."""
         vec_of = {id(c): v for c, v in zip(candidates, vecs, strict=True)}
         # A spoken line that says nothing ("Guess you could, yeah.", "How can I say this.") is not
         # quoted, however well it scores as the reply to a question that does.
@@ -424,7 +438,7 @@ class ExtractiveLLM:
                 # Once a document answers, its neighbouring sentences read better than a hop to
                 # another document that merely shares words.
                 focus = self.focus_bonus if chosen and c.source.n == chosen[0].source.n else 0.0
-                if whole and says_kind(c.text):  # another decision is worth the hop
+                if whole and says_kind(c.text, q_terms):  # another decision is worth the hop
                     focus = 2 * self.focus_bonus
                 return self.mmr_lambda * (c.score + focus) - (1 - self.mmr_lambda) * redundancy
 
@@ -501,7 +515,9 @@ class ExtractiveLLM:
                 groups.append([s])
         lead = chosen[0].source
         spoken = bool(chosen[0].speaker)
-        if when := dated_lead(question, [c.text for c in chosen], sources, spoken=spoken):
+        if when := dated_lead(
+            question, [c.text for c in chosen], sources, spoken=spoken, quoted=[c.source for c in chosen]
+        ):
             yield when + "\n\n"  # a meeting's lines seldom say its date: its metadata does
         if unvoiced := unvoiced_lead(question, content_terms(question), chosen, sources):
             yield unvoiced + "\n\n"  # Sam speaks in these meetings, but decided nothing quoted here

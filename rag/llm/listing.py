@@ -11,21 +11,26 @@ from __future__ import annotations
 import re
 
 from rag.llm.candidates import Sentence
-from rag.llm.transcripts import gives_task, name_words  # nothing for a document that is no transcript
+from rag.llm.transcripts import gives_task, name_words, says_something  # nothing for a document that is no transcript
 from rag.words import (
     ACTIONS,
     DECISION_RE,
     DECISION_TERMS,
     GENERIC_TERMS,
     LIST_REQUEST_TERMS,
+    RECENCY_TERMS,
+    WORD_RE,
     Listing,
     content_terms,
     stem,
 )
 
-# Questions whose answer is a list the sources spread out: every decision, every step.
-LIST_TERMS = DECISION_TERMS | frozenset(stem(w) for w in ["step", "action", "todo"])
-_LIST_WORD_RE = re.compile(rf"{DECISION_RE.pattern}|\b(?:decide|agree|step|action item)s?\b", re.I)
+# Questions whose answer is a list the sources spread out: every decision, every step. A process
+# or a procedure ("what is the release process") is its steps.
+STEP_TERMS = frozenset(stem(w) for w in ["step", "process", "procedure"])
+LIST_TERMS = DECISION_TERMS | STEP_TERMS | frozenset(stem(w) for w in ["action", "todo"])
+_DECISION_WORD_RE = re.compile(rf"{DECISION_RE.pattern}|\b(?:decide|agree)s?\b", re.I)
+_STEP_WORD_RE = re.compile(r"\b(?:steps?|action items?)\b", re.I)
 
 
 def on_subject(candidates: list[Sentence], q_terms: set[str]) -> set[int] | None:
@@ -96,6 +101,60 @@ def wants_all(q_terms: set[str]) -> bool:
     return bool(q_terms & LIST_TERMS) and len(q_terms - LIST_TERMS - GENERIC_TERMS) <= 2
 
 
-def says_kind(text: str) -> bool:
-    """The sentence names a decision or a step in any words: worth a hop to another document."""
-    return bool(_LIST_WORD_RE.search(text))
+def says_kind(text: str, q_terms: set[str]) -> bool:
+    """The sentence names the kind of thing asked for (a decision, a step) in any words: worth a hop
+    to another document. A decision is no step: "steps for a release" does not hop to a meeting's
+    "We agreed to revisit the proposal"."""
+    kind = _DECISION_WORD_RE if q_terms & DECISION_TERMS else _STEP_WORD_RE
+    return bool(kind.search(text))
+
+
+# "What do we know about acme", "tell me about northwind", "what's the latest on the pilot": what
+# every source says of a named subject, not the one sentence closest to the question.
+_OVERVIEW_RE = re.compile(
+    r"^\s*(?:so\s+|and\s+)?(?:what do (?:we|i|you) know about|tell me about|what(?:'s|s| is) (?:the )?"
+    r"(?:latest|status|news|story) (?:on|with|of|about)|(?:give me )?an overview of)\b",
+    re.I,
+)
+
+
+def asks_overview(question: str) -> bool:
+    """The question asks what the sources hold on a subject as a whole, not one fact of it."""
+    return bool(_OVERVIEW_RE.search(question))
+
+
+def spread(pool: list[Sentence], q_terms: set[str], *, limit: int) -> list[Sentence]:
+    """An overview of a named subject (a client, a person, a project) from each source on it:
+    their best lines in turn, newest source first, each source's lines in its own order. A source
+    whose title names the subject gives any of its lines; another only those naming it (the 1:1
+    that mentions the Northwind proposal once is not a source on Northwind for its other lines).
+
+    Empty when fewer than two sources speak of the subject, or the subject is no name the sources
+    write with a capital ("tell me about closures" is the best page's explanation, not a line
+    from every page that uses the word): the answer is then chosen as any other."""
+    subject = q_terms - LIST_TERMS - GENERIC_TERMS - LIST_REQUEST_TERMS - RECENCY_TERMS
+    if not subject or not all(_written_as_name(term, pool) for term in subject):
+        return []
+    by_source: dict[int, list[Sentence]] = {}
+    for c in pool:
+        if c.speaker and not says_something(c.text):
+            continue
+        if subject & content_terms(c.source.title) or subject & content_terms(c.text):
+            by_source.setdefault(c.source.n, []).append(c)
+    if len(by_source) < 2:
+        return []
+    queues = sorted((sorted(lines, key=lambda c: -c.score) for lines in by_source.values()), key=lambda q: -q[0].score)
+    chosen: list[Sentence] = []
+    while len(chosen) < limit and any(queues):
+        for queue in queues:
+            if queue and len(chosen) < limit:
+                chosen.append(queue.pop(0))
+    in_reading_order = sorted(chosen, key=lambda c: (c.source.n, c.position))
+    return sorted(in_reading_order, key=lambda c: c.source.date or "", reverse=True)
+
+
+def _written_as_name(term: str, pool: list[Sentence]) -> bool:
+    """The sources write ``term`` (a stem) with a capital wherever they write it: "Acme", "Northwind",
+    "HNSW", never "closures"."""
+    forms = [w for c in pool for w in WORD_RE.findall(f"{c.source.title} {c.text}") if stem(w.lower()) == term]
+    return bool(forms) and all(w[0].isupper() for w in forms)

@@ -110,14 +110,30 @@ def dated_sources(question: str, sources: list) -> list:
     return out[:5]
 
 
-def dated_lead(question: str, sentences: list[str], sources: list, *, spoken: bool = False) -> str:
+# "When did we decide to add recency?": a recorded act, dated by the meeting that records it.
+_WHEN_ACT_RE = re.compile(
+    r"^\s*(?:and\s+)?when\s+(?:did|was|were|had)\b.*\b(?:decid|agree|said|say|discuss|talk|mention|ask|rais|"
+    r"complain|promis|propos|suggest|plan)\w*",
+    re.I,
+)
+
+
+def dated_lead(question: str, sentences: list[str], sources: list, *, spoken: bool = False, quoted=()) -> str:
     """For "when…?" about dated sources, quoted in sentences that name no time ("when is the acme
     review?" answered by the lines of "Acme Capital pilot review"): the lines that say those
     sources' own dates, cited. A time in a meeting's lines ("the 2019 memos") is not the meeting's
-    date, so ``spoken`` sentences never stand in for it; a written sentence naming a time does."""
+    date, so ``spoken`` sentences never stand in for it; a written sentence naming a time does.
+
+    "When did we decide to add recency?" names no meeting, but asks when something was decided
+    (said, discussed…): the dates of the meetings whose lines are quoted (``quoted``) answer it. A
+    question on the future ("when is the next release?") is not answered by the date of the
+    meeting that mentions it."""
     if not spoken and any(_TIME_RE.search(s) for s in sentences):
         return ""
-    return " ".join(f"“{s.title}” is dated {s.date} [{s.n}]." for s in dated_sources(question, sources))
+    dated = dated_sources(question, sources)
+    if not dated and spoken and _WHEN_ACT_RE.search(question):
+        dated = sorted({s.n: s for s in quoted if s.date}.values(), key=lambda s: s.date)
+    return " ".join(f"“{s.title}” is dated {s.date} [{s.n}]." for s in dated)
 
 
 def has_expected_form(question: str, sentence: str) -> bool:

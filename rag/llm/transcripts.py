@@ -155,8 +155,14 @@ def names_speaker(question: str, speaker: str) -> bool:
 def _speaking_subjects(question: str) -> frozenset[str]:
     """The words standing where a person does before what they said or decided ("sam" in "what
     did sam say"), lower case, no pronoun or title. Cached: asked once per candidate line."""
-    found = {(m[1] or m[2]).lower() for m in _SPEAKING_SUBJECT_RE.finditer(question)}
+    found = {(m[1] or m[2] or m[3]).lower() for m in _SPEAKING_SUBJECT_RE.finditer(question)}
     return frozenset(found - STOPWORDS - _TITLE_WORDS)
+
+
+def asks_what_busy_with(question: str) -> bool:
+    """"What is maya working on", "what has sam been doing": every line of theirs answers it, and
+    ``ACTIVITY_TERMS`` are no subject a line must hold."""
+    return any(m[3] for m in _SPEAKING_SUBJECT_RE.finditer(question))
 
 
 def _named_as_subject(speaker: str, subjects: frozenset[str]) -> bool:
@@ -321,10 +327,15 @@ _SPEECH_VERBS_DONE = (
     "answered|replied|responded|concluded|objected|complained|worried|disagreed|insisted|offered|voted|"
     "picked|chose|liked"
 )
-# "did sam say", "does the designer think", "what maya decided", "why marketing wanted".
+# What a person is busy with is asked in these words; they name no subject of the person's lines.
+_ACTIVITY = "working|doing|busy|focus(?:ing|ed)?"
+ACTIVITY_TERMS = frozenset(stem(w) for w in ["working", "work", "busy", "focusing", "focus"])
+# "did sam say", "does the designer think", "what maya decided", "why marketing wanted", "what is
+# maya working on".
 _SPEAKING_SUBJECT_RE = re.compile(
     rf"\b(?:did|does|do|has|have|had|will|would|could|can|should)\s+(?:the\s+)?([a-z][\w'’-]*)\s+(?:{_SPEECH_VERBS})\b"
-    rf"|\b([a-z][\w'’-]*)\s+(?:{_SPEECH_VERBS_DONE})\b",
+    rf"|\b([a-z][\w'’-]*)\s+(?:{_SPEECH_VERBS_DONE})\b"
+    rf"|\b(?:is|was|are|were|has|have|had)\s+([a-z][\w'’-]*)\s+(?:been\s+)?(?:{_ACTIVITY})\b",
     re.I,
 )
 

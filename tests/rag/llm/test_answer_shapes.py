@@ -1,0 +1,125 @@
+"""Answers whose shape the question sets, each reproduced on its own: a process is its steps, a
+"why" is answered by the reason after the fact, "what is maya working on" by her own lines, and
+"what do we know about acme" by what each source on Acme says."""
+
+from __future__ import annotations
+
+from rag.llm.completing import with_reason
+from rag.llm.context import ContextSource
+from rag.llm.listing import asks_overview, says_kind, spread, wants_all
+from rag.llm.transcripts import asks_what_busy_with, lines_said_by
+from rag.words import asked_terms
+from tests.rag.llm.test_extractive import run
+
+
+def _line(src, position, text, score=0.5, speaker=""):
+    from rag.llm.candidates import Sentence
+
+    s = Sentence(source=src, position=position, text=text, speaker=speaker)
+    s.score = score
+    return s
+
+
+def test_a_process_is_asked_for_as_its_steps():
+    assert wants_all(asked_terms("what is the release process"))
+    assert wants_all(asked_terms("whats the onboarding procedure"))
+    assert not wants_all(asked_terms("what does the process scheduler do with idle threads on a busy host"))
+
+
+def test_a_steps_question_hops_to_another_source_for_a_step_not_for_a_decision():
+    steps = asked_terms("steps for a release")
+    decisions = asked_terms("what did we decide about the release")
+    agreed = "We agreed to revisit the Northwind proposal."
+    assert not says_kind(agreed, steps)
+    assert says_kind(agreed, decisions)
+    assert says_kind("The next steps are in the runbook.", steps)
+
+
+def test_why_is_answered_by_the_reason_after_the_fact():
+    page = ContextSource(n=1, title="Platform team budget 2027", text="")
+    fact = _line(page, 0, "The platform team budget for 2027 is 412,000 euros, up from 365,000 euros.", 0.9)
+    reason = _line(page, 1, "Most of the increase pays for a second on-call engineer from March.", 0.3)
+    plans = _line(page, 2, "Hosting stays on the two existing servers.", 0.2)
+    pool = [fact, reason, plans]
+    assert with_reason("why is the budget going up", [fact], pool, max_sentences=4) == [fact, reason]
+    # Not for another question, nor when a chosen sentence gives a reason already.
+    assert with_reason("what is the budget", [fact], pool, max_sentences=4) == [fact]
+    because = _line(page, 3, "It grew because of the second engineer.", 0.8)
+    assert with_reason("why is the budget going up", [fact, because], pool, max_sentences=4) == [fact, because]
+    # A full answer gives up its weakest other sentence for the reason.
+    assert with_reason("why is the budget going up", [fact, plans], pool, max_sentences=2) == [fact, reason]
+
+
+def test_what_someone_is_working_on_is_answered_by_their_own_lines():
+    weekly = ContextSource(n=1, title="Platform weekly", text="")
+    mine = _line(weekly, 0, "p95 search latency is 24 ms at 100k chunks.", speaker="Maya Chen")
+    decided = _line(weekly, 2, "Decision: move the Logseq sync to every fifteen minutes.", speaker="Maya Chen")
+    other = _line(weekly, 1, "The nightly Notion sync hit rate limits twice.", speaker="Sam Okafor")
+    for question in ("what is maya working on", "what has Maya been doing"):
+        assert asks_what_busy_with(question)
+        terms = asked_terms(question) - {"work"}
+        assert lines_said_by(question, terms, [mine, other, decided]) == [mine, decided]
+    # "The worker" is a thing, not a person whose lines answer.
+    assert not asks_what_busy_with("what is the worker doing")
+    assert lines_said_by("what is the worker doing", asked_terms("what is the worker doing"), [mine, other]) == []
+    assert not asks_what_busy_with("what did maya say")
+
+
+def test_an_overview_of_a_named_subject_takes_the_lines_of_each_source_on_it():
+    kickoff = ContextSource(n=2, title="Acme Capital kickoff", text="", date="2026-08-01")
+    review = ContextSource(n=1, title="Acme Capital pilot review", text="", date="2026-09-15")
+    one_on_one = ContextSource(n=3, title="1:1 with Leo", text="", date="2026-11-26")
+    wants = _line(kickoff, 0, "Acme Capital wants a search over ten years of memos.", 0.9, "Leo Martin")
+    pilot = _line(kickoff, 3, "Decision: pilot with five analysts.", 0.6, "Maya Chen")
+    used = _line(review, 0, "Analysts used the pilot 340 times.", 0.5, "Sam Okafor")
+    extend = _line(review, 3, "Acme Capital will extend the pilot.", 0.8, "Sam Okafor")
+    release = _line(one_on_one, 0, "Leo wants less release management.", 0.95, "Maya Chen")
+    pool = [wants, pilot, used, extend, release]
+    question = "what do we know about acme"
+    assert asks_overview(question) and asks_overview("whats the latest on the acme pilot")
+    assert not asks_overview("what did acme want")
+    # The best of each source in turn, newest source first; the 1:1 names no Acme.
+    assert spread(pool, asked_terms(question), limit=4) == [used, extend, wants, pilot]
+    assert spread(pool, asked_terms(question), limit=2) == [extend, wants]
+    # A word the sources write in lower case is no name: the best page explains it.
+    page = ContextSource(n=4, title="Closures", text="")
+    other = ContextSource(n=5, title="Loops", text="")
+    closures = [_line(page, 0, "A closure keeps its scope."), _line(other, 0, "Every closure in a loop shares it.")]
+    assert spread(closures, asked_terms("tell me about closures"), limit=4) == []
+
+
+def test_an_overview_question_quotes_every_source_on_its_subject(local_embedder):
+    sources = [
+        ContextSource(
+            n=1, title="Acme Capital pilot review", date="2026-09-15",
+            text="Sam Okafor: Analysts used the pilot 340 times.\nSam Okafor: Acme Capital will extend the pilot.",
+        ),
+        ContextSource(
+            n=2, title="Acme Capital kickoff", date="2026-08-01",
+            text="Leo Martin: Acme Capital wants a search over ten years of investment memos.\n"
+            "Maya Chen: Decision: pilot with five analysts, review after six weeks.",
+        ),
+    ]  # fmt: skip
+    _, text = run("what do we know about acme", sources=sources)
+    assert "[1]" in text and "[2]" in text, text
+
+
+def test_when_something_was_decided_is_the_date_of_the_meeting_that_records_it():
+    from rag.llm.prose import dated_lead
+
+    review = ContextSource(n=1, title="Acme Capital pilot review", text="", date="2026-09-15")
+    one_on_one = ContextSource(n=2, title="1:1 with Leo", text="", date="2026-11-26")
+    line = ["Decision: add recency as a ranking feature."]
+    lead = dated_lead("when did we decide to add recency", line, [review, one_on_one], spoken=True, quoted=[review])
+    assert lead == "“Acme Capital pilot review” is dated 2026-09-15 [1]."
+    # The future is not the date of the meeting that mentions it.
+    nxt = ["I will pair with him on the next release."]
+    assert dated_lead("when is the next release", nxt, [one_on_one], spoken=True, quoted=[one_on_one]) == ""
+
+
+def test_the_latest_on_a_named_subject_is_an_overview_of_it():
+    review = ContextSource(n=1, title="Acme Capital pilot review", text="", date="2026-09-15")
+    kickoff = ContextSource(n=2, title="Acme Capital kickoff", text="", date="2026-08-01")
+    extend = _line(review, 3, "Acme Capital will extend the pilot.", 0.8, "Sam Okafor")
+    wants = _line(kickoff, 0, "Acme Capital wants a search over memos.", 0.9, "Leo Martin")
+    assert spread([wants, extend], asked_terms("whats the latest on acme"), limit=4) == [extend, wants]
