@@ -136,6 +136,20 @@ def other_one(question: str, previous: str, known: list[list[str]]) -> str:
     return ""
 
 
+# "and the weights?", "what about the text part": a part of what the previous question asked about,
+# named with "the" as something the conversation already holds (a name of its own is ``other_one``).
+_ASPECT_RE = re.compile(
+    r"^\s*(?:and|but|so)?\s*(?:(?:what|how)\s+about\s+)?the\s+(?P<what>[\w'’.-]+(?:\s+[\w'’.-]+)?)\s*[?.!]*\s*$",
+    re.I,
+)
+
+
+def aspect_of(question: str) -> str:
+    """The part "and the weights?" asks about ("weights"); empty for any other question."""
+    m = _ASPECT_RE.match(question)
+    return m["what"] if m and re.match(r"^\s*(?:and|but|so|what|how)\b", question, re.I) else ""
+
+
 _PERSON_PRONOUN_RE = re.compile(r"\b(?:he|she|him|her|his|hers)\b", re.I)
 
 
@@ -168,6 +182,8 @@ def offline_rewrite(
       among ``known`` (the names of each kind the person can see).
     - "what did he say" after a question naming one person (of ``people``): the question about
       that person (``person``).
+    - "and the weights?", "what about the text part": a part of the earlier subject, searched
+      with it (``carried``).
     - "tell me more about X" with a subject X: X is a new query (the earlier sources are not
       reused: they were retrieved for something else).
     - A question that points back ("who raised them?", "when was that?") and says little of its
@@ -184,6 +200,9 @@ def offline_rewrite(
         return Rewrite(searched_query=again, kind="other_one", subject=previous[-1])
     if previous and people and (again := person_follow_up(question, previous[-1], people)):
         return Rewrite(searched_query=again, kind="person", subject=previous[-1])
+    if previous and aspect_of(question):
+        # Searched as a pointing follow-up: the earlier subject, the part named.
+        return _carried(question, previous[-1])
     subject = more_about(question)
     if subject:
         return Rewrite(
@@ -193,8 +212,13 @@ def offline_rewrite(
         )
     if not previous or not points_back(question):
         return Rewrite(searched_query=question, kind="standalone")
+    return _carried(question, previous[-1])
+
+
+def _carried(question: str, previous: str) -> Rewrite:
+    """``question`` searched with the previous question's content words it lacks (``carried``)."""
     asked = {w.lower() for w in _content_words(question)}
-    carried = [w for w in _content_words(previous[-1]) if w.lower() not in asked][:MAX_CARRIED_TERMS]
+    carried = [w for w in _content_words(previous) if w.lower() not in asked][:MAX_CARRIED_TERMS]
     if not carried:
         return Rewrite(searched_query=question, kind="standalone")
     return Rewrite(

@@ -72,6 +72,18 @@ def test_pronoun_follow_up_carries_the_previous_subject():
     )
 
 
+def test_the_part_of_the_subject_a_follow_up_names_is_searched_with_the_subject():
+    previous = ["how does search rank results"]
+    for question, part in (("and the weights?", "weights"), ("what about the text part", "text part")):
+        rewrite = offline_rewrite(question=question, previous=previous)
+        assert rewrite.kind == "carried" and rewrite.searched_query.endswith("(search rank results)"), rewrite
+        assert part in rewrite.searched_query
+    # A question of its own, or a name, is no part of the last subject.
+    assert offline_rewrite(question="and the capital of france?", previous=previous).kind == "standalone"
+    assert offline_rewrite(question="what about acme", previous=previous).kind == "new_subject"
+    assert offline_rewrite(question="and the weights?", previous=[]).kind == "standalone"
+
+
 def test_tell_me_more_about_a_new_thing_is_a_new_query():
     last = Exchange(interaction_id=1, query="What did Acme complain about in the pilot?",
                     topic="What did Acme complain about in the pilot?",
