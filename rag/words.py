@@ -100,12 +100,31 @@ _DUE_RE = re.compile(rf"\b(?:by|before|until|due(?:\s+on)?|no\s+later\s+than)\s+
 _DUE_TERMS = frozenset(stem(w) for w in ["deadline", "due"])
 
 
+# A change between two values says how they compare without the words: "412,000 euros, up from
+# 365,000" answers "is the budget bigger than last year?".
+_CHANGE_RE = re.compile(
+    r"\b(?:up|down)\s+from\b|\b(?:increased?|increases|decreased?|decreases|rose|risen|fell|fallen|grew|grown|"
+    r"doubled|halved|tripled)\b|\b(?:more|less|higher|lower|larger|smaller|bigger)\s+than\b",
+    re.I,
+)
+_CHANGE_TERMS = frozenset(
+    stem(w)
+    for w in [
+        "bigger", "larger", "higher", "smaller", "lower", "increase", "decrease", "grow", "rise", "drop", "change",
+        "compare", "difference",
+    ]
+)  # fmt: skip
+
+
 def implied_terms(text: str) -> set[str]:
     """Content terms ``text`` states without saying them: the words for a price when it names a
-    sum of money, "deadline" when it names the day something is due by."""
+    sum of money, "deadline" when it names the day something is due by, the words of a comparison
+    when it gives a change ("up from 365,000")."""
     terms = set(_PRICE_TERMS) if _MONEY_RE.search(text) else set()
     if _DUE_RE.search(text):
         terms |= _DUE_TERMS
+    if _CHANGE_RE.search(text):
+        terms |= _CHANGE_TERMS
     return terms
 
 

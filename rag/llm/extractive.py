@@ -35,7 +35,7 @@ from rag.llm.context import (
     parse_stated,
     parse_user_prompt,
 )
-from rag.llm.counts import counted_target, counted_thing, counts_thing, examples_of, one_a_source
+from rag.llm.counts import counted_target, counted_thing, counts_first, counts_thing, examples_of, one_a_source
 from rag.llm.listing import asks_overview, newest_first, on_subject, says_kind, spread, states, stating, wants_all
 from rag.llm.prose import (
     asks_how_often,
@@ -266,6 +266,8 @@ class ExtractiveLLM:
         unsaid = [c for c in candidates if not c.said]
         chosen = from_first_step(question, chosen, unsaid, max_sentences=self.max_sentences)
         chosen = with_reason(question, chosen, unsaid, max_sentences=self.max_sentences)
+        if not counting:
+            chosen = counts_first(counted_thing(question), chosen)
         if counting:  # one example of each document counted (listed): the best of its lines
             telling = [c for c in pool if not c.speaker or says_something(c.text)]
             chosen = one_a_source(telling, limit=self.max_sentences)

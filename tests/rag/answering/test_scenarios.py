@@ -69,17 +69,7 @@ def check_turn(turn: dict, body: dict) -> list[str]:
             problems.append(f"expected a refusal, got {answer[:200]!r}")
     elif refused:
         problems.append(f"refused: {answer[:200]!r}")
-    for fact in turn.get("contains", []):
-        if fact.lower() not in answer.lower():
-            problems.append(f"missing {fact!r} in {answer[:300]!r}")
-    if (any_of := turn.get("contains_any")) and not any(fact.lower() in answer.lower() for fact in any_of):
-        problems.append(f"none of {any_of!r} in {answer[:300]!r}")
-    for fact in turn.get("verbatim", []):
-        if fact not in answer:
-            problems.append(f"missing verbatim {fact!r} in {answer[:300]!r}")
-    for fact in turn.get("not_contains", []):
-        if fact.lower() in answer.lower():
-            problems.append(f"should not say {fact!r}: {answer[:300]!r}")
+    problems += _fact_problems(turn, answer, opening=_norm((body.get("answer") or "").split("\n")[0]))
     searched = (body.get("searched_query") or "").lower()
     for word in turn.get("searched_excludes", []):
         if re.search(rf"\b{re.escape(word.lower())}\b", searched):
@@ -92,6 +82,25 @@ def check_turn(turn: dict, body: dict) -> list[str]:
             for c in chips
         ):
             problems.append(f"no chip like {want}: {chips}")
+    return problems
+
+
+def _fact_problems(turn: dict, answer: str, *, opening: str) -> list[str]:
+    """What the answer's text (``opening``: its first paragraph) misses or wrongly says."""
+    problems = []
+    for fact in turn.get("contains", []):
+        if fact.lower() not in answer.lower():
+            problems.append(f"missing {fact!r} in {answer[:300]!r}")
+    if (any_of := turn.get("contains_any")) and not any(fact.lower() in answer.lower() for fact in any_of):
+        problems.append(f"none of {any_of!r} in {answer[:300]!r}")
+    if (first := turn.get("opens_with")) and first.lower() not in opening.lower():
+        problems.append(f"the first paragraph does not hold {first!r}: {answer[:200]!r}")
+    for fact in turn.get("verbatim", []):
+        if fact not in answer:
+            problems.append(f"missing verbatim {fact!r} in {answer[:300]!r}")
+    for fact in turn.get("not_contains", []):
+        if fact.lower() in answer.lower():
+            problems.append(f"should not say {fact!r}: {answer[:300]!r}")
     return problems
 
 

@@ -123,3 +123,25 @@ def test_the_latest_on_a_named_subject_is_an_overview_of_it():
     extend = _line(review, 3, "Acme Capital will extend the pilot.", 0.8, "Sam Okafor")
     wants = _line(kickoff, 0, "Acme Capital wants a search over memos.", 0.9, "Leo Martin")
     assert spread([wants, extend], asked_terms("whats the latest on acme"), limit=4) == [extend, wants]
+
+
+def test_how_many_opens_with_the_sentence_that_counts_the_thing():
+    from rag.llm.counts import counts_first
+
+    review = ContextSource(n=1, title="Acme Capital pilot review", text="")
+    kickoff = ContextSource(n=2, title="Acme Capital kickoff", text="")
+    used = _line(review, 0, "Analysts used the pilot 340 times.")
+    extend = _line(review, 3, "Acme Capital will extend the pilot.")
+    five = _line(kickoff, 3, "Decision: pilot with five analysts.")
+    assert counts_first("analyst", [used, extend, five]) == [five, used, extend]
+    assert counts_first("memo", [used, five]) == [used, five]  # nothing counts memos: as chosen
+    assert counts_first("", [used, five]) == [used, five]
+
+
+def test_a_change_between_two_values_says_how_they_compare():
+    from rag.words import content_terms, implied_terms
+
+    change = implied_terms("The budget for 2027 is 412,000 euros, up from 365,000 euros this year.")
+    assert content_terms("is the budget bigger") - {"budget"} <= change
+    assert content_terms("did it increase") <= change
+    assert not content_terms("bigger") & implied_terms("The budget for 2027 is 412,000 euros.")
