@@ -14,7 +14,7 @@ from rag.answering.selectors import facet_values
 from rag.answering.sources import apply_numbers, renumber
 from rag.answering.statements import (
     asks_for_clients,
-    asks_who_is,
+    asks_where_took_part,
     clients_statement,
     counted_statement,
     period_statement,
@@ -71,7 +71,8 @@ def _answer_offline(run: AskRun, llm, conversation: conv.Conversation) -> list[s
 def _with_metadata_statement(run: AskRun, conversation: conv.Conversation, parts: list[str]) -> list[str]:
     """"Who was it with?" after a question about a meeting, or "who attended the acme kickoff?":
     the people of the meeting (the one the conversation quoted first, or the one this answer
-    quotes first), from the metadata, first; "who is sam?": the meetings Sam took part in;
+    quotes first), from the metadata, first; "who is sam?", "which meetings was sam in?": the
+    meetings Sam took part in;
     "which clients do we have?": the clients the sources are about, instead of any quote.
 
     A counting question answered from the metadata names the documents it counted ("how many
@@ -82,7 +83,7 @@ def _with_metadata_statement(run: AskRun, conversation: conv.Conversation, parts
     The quotes follow only when they cite something ("nothing more than what I already quoted"
     is not worth saying after the names)."""
     who_was_there = bool(conversation.exchanges) and followups.asks_who_was_there(run.query)
-    person = next((c.value for c in run.chips if c.field == "people" and asks_who_is(run.query, c.value)), "")
+    person = next((c.value for c in run.chips if c.field == "people" and asks_where_took_part(run.query, c.value)), "")
     clients = asks_for_clients(run.query)
     counted = bool(run.count and run.counted)
     listed = counted or bool(run.listed)

@@ -65,6 +65,25 @@ def asks_who_is(question: str, person: str) -> bool:
     return bool(typed) and typed in (names, names[:1])
 
 
+# "Which meetings was priya in", "what meetings did sam attend", "which calls has leo been on".
+_MEETINGS_OF_RE = re.compile(
+    r"^\s*(?:(?:and|so)\s+)?(?:which|what)\s+(?:meetings?|calls?)\s+(?:was|were|did|has|have|is)\s+(?P<who>.+?)\s+"
+    r"(?:been\s+)?(?:in|at|on|to|attend(?:ed)?|join(?:ed)?|go\s+to|take\s+part\s+in)\s*[?.!]*\s*$",
+    re.I,
+)
+
+
+def asks_where_took_part(question: str, person: str) -> bool:
+    """A question asking who ``person`` is ("who is sam", "whos priya raman") or which meetings they
+    were in ("which meetings was priya in"), by name alone: both are answered by where they took part."""
+    m = _MEETINGS_OF_RE.match(question)
+    if not m:
+        return asks_who_is(question, person)
+    typed = m["who"].lower().split()
+    names = person.lower().split()
+    return bool(typed) and typed in (names, names[:1])
+
+
 def person_statement(person: str, docs) -> str:
     """Where ``person`` took part, from the metadata of the source documents ``docs``
     (``SourceDoc``s) that list them, cited: ``A took part in **T1** (date) [1] and **T2** [2],

@@ -10,7 +10,7 @@ from rag.answering.analysis import parse_query
 from rag.answering.conversations import NEW_QUERY, REUSE, Conversation, Exchange, choose_strategy
 from rag.answering.followups import asks_who_took_part, asks_who_was_there, offline_rewrite
 from rag.answering.selectors import Facets
-from rag.answering.statements import asks_for_clients, asks_who_is
+from rag.answering.statements import asks_for_clients, asks_where_took_part, asks_who_is
 from rag.search import SearchFilters
 
 TODAY = dt.date(2026, 11, 23)
@@ -150,6 +150,16 @@ def test_which_questions_ask_who_took_part_in_what_they_name(question, expected)
 )  # fmt: skip
 def test_which_questions_ask_who_a_person_is(question, expected):
     assert asks_who_is(question, "Sam Okafor") is expected
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [("which meetings was sam in", True), ("what meetings did Sam Okafor attend?", True), ("who is sam", True),
+     ("which calls has sam been on", True), ("which meetings was maya in", False),
+     ("which meetings did sam decide anything in", False)],
+)  # fmt: skip
+def test_which_questions_ask_where_a_person_took_part(question, expected):
+    assert asks_where_took_part(question, "Sam Okafor") is expected
 
 
 @pytest.mark.parametrize(
