@@ -217,11 +217,11 @@ EVERYDAY_VERB_TERMS = frozenset(
 RECENCY_TERMS = frozenset(content_terms("latest status news progress"))
 
 # A follow-up asking for more than the conversation already said ("tell me more", "what else",
-# "go on", a bare "why?").
+# "go on", a bare "why?", "give me an example").
 _ASKS_MORE_RE = re.compile(
     r"\b(?:tell me more|more (?:about|on|details?)|go on|continue|what else|anything else|keep going|"
-    r"expand on|elaborate|(?:any|some) more|say more|and then)\b|^\s*(?:why|how so|really|such as|"
-    r"for example|example|like what)\s*\??\s*$",
+    r"expand on|elaborate|(?:any|some) more|say more|and then|(?:give|show) me (?:an?|some|another) examples?)\b"
+    r"|^\s*(?:why|how so|really|such as|for example|(?:an?|any|another)?\s*examples?|like what)\s*\??\s*$",
     re.I,
 )
 

@@ -9,7 +9,7 @@ from django.conf import settings
 from rag.answering import conversations as conv
 from rag.answering.retrieval import AskRun, period_text
 from rag.answering.statements import period_listing_asked
-from rag.llm.context import STATED_COUNT, STATED_LISTED, STATED_MORE_ABOUT, format_user_prompt
+from rag.llm.context import STATED_CONVERSATION, STATED_COUNT, STATED_LISTED, STATED_MORE_ABOUT, format_user_prompt
 from rag.words import asks_for_more
 
 SYSTEM_PROMPT = """You are knowhub, an assistant that answers questions from the user's own notes, \
@@ -80,11 +80,11 @@ def ask_messages(run: AskRun, llm, conversation: conv.Conversation) -> list[dict
     if run.rewrite == "carried":
         # "who raised them?": the subject comes from the conversation, so the sources were
         # chosen for it; the follow-up's own few words only say which part is wanted.
-        stated.append(f"conversation: {run.searched_query}")
+        stated.append(f"{STATED_CONVERSATION}{run.searched_query}")
     elif run.strategy == conv.REUSE and not asks_for_more(run.query):
         # "what did they want?" on the last answer's sources: as above, they were chosen for the
         # conversation's subject ("tell me more" wants only what was not said: no such mark).
-        stated.append(f"conversation: {run.topic}")
+        stated.append(f"{STATED_CONVERSATION}{run.topic}")
     elif run.strategy == conv.REUSE and (noun := period_listing_asked(run.topic, run.today)):
         # "tell me more" after "what was discussed in november": more of each meeting listed (the
         # period is what the earlier question filtered on, not words a line must hold).

@@ -44,6 +44,7 @@ def _attr(value: str) -> str:
 STATED_COUNT = "count: "
 STATED_LISTED = "listed: "
 STATED_MORE_ABOUT = "more about: "
+STATED_CONVERSATION = "conversation: "  # the sources were found for the conversation's subject
 
 
 def format_user_prompt(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Iterator
 
 from rag.llm.base import Completion, LLMError
@@ -36,6 +35,7 @@ from rag.llm.context import (
     parse_user_prompt,
 )
 from rag.llm.counts import counted_target, counted_thing, counts_first, counts_thing, examples_of, one_a_source
+from rag.llm.examples import asks_example, code_example
 from rag.llm.listing import asks_overview, newest_first, on_subject, says_kind, spread, states, stating, wants_all
 from rag.llm.prose import (
     asks_how_often,
@@ -51,6 +51,7 @@ from rag.llm.prose import (
 )
 from rag.llm.sentence_rank import word_fit
 from rag.llm.sentences import cite
+from rag.llm.stated import holding_own_words, without_stated
 from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitations, role names
     ACTIVITY_TERMS,
     agenda_lead,
@@ -190,12 +191,13 @@ class ExtractiveLLM:
         # A person the question names stays in what tells whose lines answer it, also when a filter
         # on that person took the name out of the question ("what is Maya working on").
         asked = question
-        question, narrowed = _without_stated(question, stated)
+        question, narrowed = without_stated(question, stated)
         # "Tell me more", "what else": only what the conversation has not quoted yet. Any other
         # follow-up prefers it too (``said_penalty``), but "why did it go up?" is answered by the
         # quote of why it went up, however recently said, before a new sentence that does not.
         only_new = asks_for_more(question) or any(p.startswith(STATED_MORE_ABOUT) for p in stated or [])
         candidates = unsaid_sentences(sources, already_said, keep_said=not only_new)
+        candidates = holding_own_words(question, stated, candidates)
         if not candidates:
             return [], 0.0
         question = joined_as_written(question, [*(c.text for c in candidates), *(s.title for s in sources)])
@@ -492,6 +494,11 @@ class ExtractiveLLM:
         if not sources:
             yield f"I found nothing relevant to “{question}” in the sources you can see."
             return
+        if asks_example(question) and (
+            example := code_example(sources, asked_terms(f"{topic} {question}"), already_said)
+        ):
+            yield example  # the code a page shows says more than its prose quoted again
+            return
         chosen, _ = self.select(
             question=question, sources=sources, topic=topic, already_said=already_said, stated=stated
         )
@@ -570,21 +577,6 @@ def _only(kept: list[Sentence], candidates: list[Sentence], vecs: list[list[floa
     ids = {id(c) for c in kept}
     pairs = [(c, v) for c, v in zip(candidates, vecs, strict=True) if id(c) in ids]
     return [c for c, _ in pairs], [v for _, v in pairs]
-
-
-def _without_stated(question: str, stated: list[str] | None) -> tuple[str, bool]:
-    """The question without the phrases already applied as filters, and whether nothing
-    specific is left of it (then every source passed the person's filters)."""
-    residual = question
-    for phrase in stated or []:
-        residual = re.sub(re.escape(phrase), " ", residual, flags=re.I)
-    residual = re.sub(r"\s+", " ", residual).strip()
-    # "count: X" ("listed: X") is the pipeline's mark for a counting (listing) question: its
-    # sources are the entries counted (listed), chosen by metadata, and the answer quotes them as
-    # examples.
-    counting = any(p.startswith((STATED_COUNT, STATED_LISTED)) for p in stated or [])
-    narrowed = bool(stated) and (counting or len(content_terms(residual) - GENERIC_TERMS) <= 1)
-    return residual or question, narrowed
 
 
 def _names_unsaid(question: str, text: str, titles: str) -> list[str]:

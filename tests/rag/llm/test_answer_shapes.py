@@ -145,3 +145,45 @@ def test_a_change_between_two_values_says_how_they_compare():
     assert content_terms("is the budget bigger") - {"budget"} <= change
     assert content_terms("did it increase") <= change
     assert not content_terms("bigger") & implied_terms("The budget for 2027 is 412,000 euros.")
+
+
+def test_an_example_is_the_code_a_source_shows():
+    from rag.llm.examples import asks_example, code_example
+
+    page = ContextSource(
+        n=1, title="Call stack, task queue and microtasks",
+        text="Promise reactions are *microtasks*.\n\n```javascript\nsetTimeout(f, 0);\n```\n\n"
+        "Another.\n\n```javascript\nPromise.resolve().then(() => console.log('microtask'));\n```",
+    )  # fmt: skip
+    other = ContextSource(n=2, title="Closures", text="```js\nfunction makeCounter() {}\n```")
+    assert asks_example("give me an example") and asks_example("show me some code")
+    assert not asks_example("what is a microtask")
+    terms = {"microtask"}
+    # The block naming the subject, cited and fenced as the page writes it.
+    assert code_example([page, other], terms) == (
+        "An example from [1]:\n\n```javascript\nPromise.resolve().then(() => console.log('microtask'));\n```"
+    )
+    # Once shown, the next one; with no word in common, the best-ranked source's first.
+    shown = "Promise.resolve().then(() => console.log('microtask'));"
+    assert code_example([page, other], terms, already_said=shown).endswith("setTimeout(f, 0);\n```")
+    assert code_example([other, page], {"loop"}).startswith("An example from [2]")
+    assert code_example([ContextSource(n=1, title="t", text="No code here.")], terms) == ""
+
+
+def test_a_follow_up_on_a_part_is_answered_by_the_sources_that_hold_it():
+    from rag.llm.context import STATED_CONVERSATION
+    from rag.llm.stated import holding_own_words
+
+    loop = ContextSource(n=1, title="Call stack, task queue and microtasks", text="")
+    ranking = ContextSource(n=2, title="How knowhub search ranks results", text="")
+    micro = _line(loop, 0, "Promise reactions are microtasks.")
+    score = _line(ranking, 0, "Each chunk gets 0.7 times its vector similarity.")
+    weights = _line(ranking, 1, "Judgments can retune these weights.")
+    pool = [micro, score, weights]
+    follow_up = [f"{STATED_CONVERSATION}and the weights? (microtask)"]
+    # The source that says the question's own word, whole: its other sentences may answer too.
+    assert holding_own_words("and the weights?", follow_up, pool) == [score, weights]
+    assert holding_own_words("and the deadline?", follow_up, pool) == []
+    # No word of its own, or no conversation: every candidate.
+    assert holding_own_words("who raised it?", follow_up, pool) == pool
+    assert holding_own_words("and the weights?", [], pool) == pool
