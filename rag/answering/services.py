@@ -272,7 +272,12 @@ def _pipeline(run: AskRun) -> Iterator[AskEvent]:
 
 
 def _rewrite(run: AskRun, llm, conversation: conv.Conversation) -> None:
-    """The question to search: a follow-up made standalone (``searched_query``)."""
+    """The question to search: a follow-up made standalone (``searched_query``); "what is she
+    working on" with one person set in the filters, asked of that person."""
+    people = run.request.people or []
+    if len(people) == 1 and (named := followups.person_follow_up(run.query, people[0], people)):
+        run.searched_query, run.rewrite = named[:MAX_QUERY_CHARS], "person"
+        return
     if not conversation.exchanges:
         return
     if llm.generative:
@@ -329,8 +334,12 @@ def _generate(run: AskRun, llm, conversation: conv.Conversation) -> Iterator[Ask
 
 
 def _chips_payload(run: AskRun) -> list[dict]:
-    """The filters of this answer: those set in the form first, then those read from the question."""
-    return [c.as_dict() for c in [*form_chips(run.request), *run.chips]]
+    """The filters of this answer: those set in the form first, then those read from the question
+    (but for one the form already set: "what is she working on" with Maya set is searched as "what
+    is Maya working on", and Maya is one filter, not two)."""
+    form = form_chips(run.request)
+    set_in_form = {(c.field, c.value) for c in form}
+    return [c.as_dict() for c in [*form, *(c for c in run.chips if (c.field, c.value) not in set_in_form)]]
 
 
 def _sources_payload(run: AskRun) -> dict:

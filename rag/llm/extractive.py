@@ -36,7 +36,17 @@ from rag.llm.context import (
 )
 from rag.llm.counts import counted_target, counted_thing, counts_first, counts_thing, examples_of, one_a_source
 from rag.llm.examples import asks_example, code_example
-from rag.llm.listing import asks_overview, newest_first, on_subject, says_kind, spread, states, stating, wants_all
+from rag.llm.listing import (
+    asks_overview,
+    latest_of_each,
+    newest_first,
+    on_subject,
+    says_kind,
+    spread,
+    states,
+    stating,
+    wants_all,
+)
 from rag.llm.prose import (
     asks_how_often,
     dated_lead,
@@ -260,7 +270,9 @@ class ExtractiveLLM:
             pool, pool_vecs, floor_ratio=floor_ratio, whole=whole, about=about, leads=leads,
             latest=dated and asked_listing(question) is not None, dated=dated, q_terms=q_terms,
         )  # fmt: skip
-        if asks_overview(question) and not counting and not said:
+        if said and asks_what_busy_with(asked):
+            chosen = latest_of_each(said, limit=self.max_sentences)  # her lines, her latest meetings first
+        elif asks_overview(question) and not counting and not said:
             # What every source on a named subject says of it: the kickoff's and the review's lines.
             chosen = spread(pool, q_terms, limit=self.max_sentences) or chosen
         # The steps start at the first one not quoted yet ("and how do i use it" after the steps

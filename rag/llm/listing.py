@@ -143,7 +143,27 @@ def spread(pool: list[Sentence], q_terms: set[str], *, limit: int) -> list[Sente
             by_source.setdefault(c.source.n, []).append(c)
     if len(by_source) < 2:
         return []
-    queues = sorted((sorted(lines, key=lambda c: -c.score) for lines in by_source.values()), key=lambda q: -q[0].score)
+    return _in_turn(by_source.values(), limit=limit, newest_first=False)
+
+
+def latest_of_each(pool: list[Sentence], *, limit: int) -> list[Sentence]:
+    """What someone is busy with ("what is maya working on", ``pool``: her lines): the best line of
+    each meeting in turn, the newest meetings first, read newest first."""
+    by_source: dict[int, list[Sentence]] = {}
+    for c in pool:
+        by_source.setdefault(c.source.n, []).append(c)
+    return _in_turn(by_source.values(), limit=limit, newest_first=True)
+
+
+def _in_turn(lines_by_source, *, limit: int, newest_first: bool) -> list[Sentence]:
+    """Each source's best lines in turn until ``limit``, the sources taken in order of their best
+    line's score (``newest_first``: of their dates, undated last); then newest source first, each
+    source's lines in its own order."""
+    queues = [sorted(lines, key=lambda c: -c.score) for lines in lines_by_source]
+    if newest_first:
+        queues.sort(key=lambda q: q[0].source.date or "", reverse=True)
+    else:
+        queues.sort(key=lambda q: -q[0].score)
     chosen: list[Sentence] = []
     while len(chosen) < limit and any(queues):
         for queue in queues:

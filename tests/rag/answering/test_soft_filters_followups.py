@@ -216,6 +216,14 @@ def test_form_filters_come_back_as_chips(demo):
     ]  # fmt: skip
 
 
+def test_a_person_set_in_the_form_is_who_she_is_and_one_chip(demo):
+    body = ask(demo["member"], "what is she working on", filters=SearchFilters(people=["Maya Chen"]))
+    assert body["searched_query"] == "what is Maya working on", body["searched_query"]
+    people = [c for c in body["analysis_filters"] if c["field"] == "people"]
+    assert [c["origin"] for c in people] == ["form"], people
+    assert "Maya Chen:" in body["answer"] and "Sam Okafor:" not in body["answer"], body["answer"]
+
+
 # -- 3. whole answers ---------------------------------------------------------------------------
 
 

@@ -187,3 +187,18 @@ def test_a_follow_up_on_a_part_is_answered_by_the_sources_that_hold_it():
     # No word of its own, or no conversation: every candidate.
     assert holding_own_words("who raised it?", follow_up, pool) == pool
     assert holding_own_words("and the weights?", [], pool) == pool
+
+
+def test_what_someone_is_busy_with_reads_their_latest_meetings_first():
+    from rag.llm.listing import latest_of_each
+
+    old = ContextSource(n=1, title="Acme Capital kickoff", text="", date="2026-08-01")
+    new = ContextSource(n=2, title="1:1 with Leo", text="", date="2026-11-26")
+    undated = ContextSource(n=3, title="Notes", text="")
+    a = _line(old, 0, "They care most about citations.", 0.9, "Maya Chen")
+    b = _line(old, 3, "Decision: pilot with five analysts.", 0.8, "Maya Chen")
+    c = _line(new, 0, "Leo wants more time with clients.", 0.2, "Maya Chen")
+    d = _line(undated, 0, "An undated line.", 0.95, "Maya Chen")
+    # One line of each meeting in turn, newest first, undated last, whatever their scores.
+    assert latest_of_each([a, b, c, d], limit=3) == [c, a, d]
+    assert latest_of_each([a, b, c, d], limit=5) == [c, a, b, d]
