@@ -74,11 +74,13 @@ _MEETINGS_OF_RE = re.compile(
 
 
 def asks_where_took_part(question: str, person: str) -> bool:
-    """A question asking who ``person`` is ("who is sam", "whos priya raman") or which meetings they
-    were in ("which meetings was priya in"), by name alone: both are answered by where they took part."""
+    """A question asking who ``person`` is ("who is sam", "whos priya raman", "sam" alone) or which
+    meetings they were in ("which meetings was priya in"), by name alone: each is answered by where
+    they took part."""
     m = _MEETINGS_OF_RE.match(question)
     if not m:
-        return asks_who_is(question, person)
+        # A name typed alone ("sam", "Priya Raman?") asks who that is.
+        return asks_who_is(question, person) or asks_who_is(f"who is {question}", person)
     typed = m["who"].lower().split()
     names = person.lower().split()
     return bool(typed) and typed in (names, names[:1])

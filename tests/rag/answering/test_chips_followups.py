@@ -156,7 +156,8 @@ def test_which_questions_ask_who_a_person_is(question, expected):
     ("question", "expected"),
     [("which meetings was sam in", True), ("what meetings did Sam Okafor attend?", True), ("who is sam", True),
      ("which calls has sam been on", True), ("which meetings was maya in", False),
-     ("which meetings did sam decide anything in", False)],
+     ("which meetings did sam decide anything in", False), ("sam", True), ("Sam Okafor?", True),
+     ("sam okafor notion", False)],
 )  # fmt: skip
 def test_which_questions_ask_where_a_person_took_part(question, expected):
     assert asks_where_took_part(question, "Sam Okafor") is expected
