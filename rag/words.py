@@ -163,11 +163,12 @@ _COMMITMENT = (
     r"\b(?:we|i)\s+(?:have\s+|had\s+)?(?:promised?|committed|commit)\b|\bcommitments?\b"
     r"|^\s*who\s*(?:is|are|'s|’s|s)\s+(?:going\s+to|gonna|supposed\s+to|responsible\s+for|in\s+charge\s+of)\b"
     r"|^\s*who\s+(?:will|should|must)\b"
+    r"|^\s*who\s+(?:owns|handles|takes\s+care\s+of|looks\s+after|is\s+doing|does)\b"
 )
-_COMMITMENT_TERMS = frozenset(
+COMMITMENT_TERMS = frozenset(
     stem(w)
     for w in ["promise", "promised", "promises", "commit", "committed", "commitment", "commitments", "responsible",
-              "charge", "supposed"]
+              "charge", "supposed", "owns", "handles"]
 )
 ASKS_ACTIONS_RE = re.compile(rf"\b(?:action[- ]items?|to-?dos?|next steps?|follow[- ]ups?)\b|{_COMMITMENT}", re.I)
 _COMMITMENT_RE = re.compile(_COMMITMENT, re.I)
@@ -178,7 +179,7 @@ def asked_terms(question: str) -> set[str]:
     stated as."""
     terms = content_terms(question)
     if _COMMITMENT_RE.search(question):
-        terms = (terms - _COMMITMENT_TERMS) | {stem("action")}
+        terms = (terms - COMMITMENT_TERMS) | {stem("action")}
     return terms
 
 

@@ -61,6 +61,7 @@ from rag.search import (
 from rag.selectors import check_query_model
 from rag.words import (
     ACTION_TERMS,
+    COMMITMENT_TERMS,
     EVERYDAY_VERB_TERMS,
     GENERIC_TERMS,
     LIST_REQUEST_TERMS,
@@ -320,7 +321,9 @@ def _correct_spelling(run: AskRun, search, applied: SearchFilters) -> bool:
 
 
 _UNMENTIONED_SHARE = 0.25
-_KIND_OF_ANSWER = GENERIC_TERMS | LIST_REQUEST_TERMS | ACTION_TERMS | EVERYDAY_VERB_TERMS | RECENCY_TERMS
+_KIND_OF_ANSWER = (
+    GENERIC_TERMS | LIST_REQUEST_TERMS | ACTION_TERMS | EVERYDAY_VERB_TERMS | RECENCY_TERMS | COMMITMENT_TERMS
+)
 
 
 def unmentioned_note(run: AskRun, answer: str) -> str:
@@ -346,7 +349,7 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
         for w in dict.fromkeys(WORD_RE.findall(run.query))
         if w.lower() in run.unknown
         and w.lower() not in known
-        # "summarize", "discussion", "list", "made", "latest": the kind of answer, not its subject;
+        # "summarize", "discussion", "list", "made", "latest", "owns": the kind of answer, not its subject;
         # "goes", "stop": the question's grammar; "wat": "what" typed a letter off
         and not content_terms(w) <= _KIND_OF_ANSWER
         and not slip_of_common_word(w)

@@ -91,9 +91,8 @@ def with_reason(
     )
     if after is None or any(c is after for c in chosen):
         return chosen
-    rest = list(chosen)
-    if len(rest) >= max_sentences:
-        rest.remove(min(rest[1:], key=lambda c: c.score))
-    out = [*rest]
+    out = list(chosen)
+    if len(out) >= max_sentences:
+        out.remove(min(out[1:], key=lambda c: c.score))
     out.insert(out.index(lead) + 1, after)
     return out

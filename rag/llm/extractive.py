@@ -280,11 +280,11 @@ class ExtractiveLLM:
         unsaid = [c for c in candidates if not c.said]
         chosen = from_first_step(question, chosen, unsaid, max_sentences=self.max_sentences)
         chosen = with_reason(question, chosen, unsaid, max_sentences=self.max_sentences)
-        if not counting:
-            chosen = counts_first(counted_thing(question), chosen)
         if counting:  # one example of each document counted (listed): the best of its lines
             telling = [c for c in pool if not c.speaker or says_something(c.text)]
             chosen = one_a_source(telling, limit=self.max_sentences)
+        else:
+            chosen = counts_first(counted_thing(question), chosen)
         chosen = with_antecedents(chosen, candidates)
         if prose and not narrowed and chosen and self._answers_otherwise(question, chosen):
             return [], best_similarity
@@ -454,7 +454,7 @@ class ExtractiveLLM:
                 # Once a document answers, its neighbouring sentences read better than a hop to
                 # another document that merely shares words.
                 focus = self.focus_bonus if chosen and c.source.n == chosen[0].source.n else 0.0
-                if whole and says_kind(c.text, q_terms):  # another decision is worth the hop
+                if whole and says_kind(c.text, q_terms):  # another decision (step) is worth the hop
                     focus = 2 * self.focus_bonus
                 return self.mmr_lambda * (c.score + focus) - (1 - self.mmr_lambda) * redundancy
 

@@ -142,3 +142,7 @@ def test_a_sentence_gives_a_task_when_someone_takes_it_on(sentence, gives):
 def test_a_promise_asked_about_is_read_as_the_tasks_it_is_stated_as():
     assert asked_terms("what did we promise northwind") == {"northwind", "action"}
     assert asked_terms("what is a promise") == {"promise"}
+    # Who owns or handles something now is who took the task on.
+    assert asked_terms("who owns the release checklist now") == {"release", "checklist", "action"}
+    assert asked_terms("who handles the on-call rota") == {"on-call", "rota", "action"}
+    assert asked_terms("who wrote the ownership guide") == {"write", "ownership", "guide"}
