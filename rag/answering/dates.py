@@ -204,7 +204,7 @@ def _before(low: str, today: dt.date) -> _DateRange | None:
 
 
 def _in_period(low: str, today: dt.date) -> _DateRange | None:
-    if m := re.search(rf"\b(?:in|during|on|for)\s+({_EXPR})\b", low):
+    if m := re.search(rf"\b(?:in|during|on|for|from)\s+({_EXPR})\b", low):
         period = _period(m[1], today)
         if period and not (m[1] in WEEKDAYS and "on" not in m.group(0)):
             return _found(m, *period)

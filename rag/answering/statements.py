@@ -175,7 +175,7 @@ def _named_entries(entries, docs) -> list[str]:
 
 # The question asks what the meetings of a period were, and nothing about them in particular
 # ("what was discussed in november", "what did we talk about last week", "which meetings did we
-# have this month"), once its period is taken out.
+# have this month", "meetings in the last 2 weeks"), once its period is taken out.
 _ASKS_MEETINGS_RE = re.compile(
     r"^\s*(?:(?:and|so)\s+)?(?:"
     r"what\s+(?:was|were|got|has\s+been|have\s+been|did\s+(?:we|they|you|i|the\s+team))\s+"
@@ -183,15 +183,18 @@ _ASKS_MEETINGS_RE = re.compile(
     r"|what\s+(?:happened|went\s+on)"
     r"|(?:what|which)\s+meetings\s+(?:did\s+(?:we|i)\s+have|were\s+there|took\s+place|happened)"
     r"|(?:list|show(?:\s+me)?)\s+(?:all\s+)?(?:the\s+|our\s+)?meetings"
+    r"|(?:any|our|all|the|all\s+the)?\s*meetings(?:\s+(?:we|i)\s+had)?"
     r")(?:\s+(?:in|at|during)\s+(?:the\s+|our\s+)?meetings)?\s*[?.!]*\s*$",
     re.I,
 )
 
 
-# "What's new this week", "what changed last month", "anything new": every document of the period.
+# "What's new this week", "what changed last month", "anything from september": every document of
+# the period.
 _ASKS_NEW_RE = re.compile(
-    r"^\s*(?:(?:and|so)\s+)?(?:what(?:'s|’s|s|\s+is)|anything|what)\s+"
-    r"(?:new|changed|has\s+changed|was\s+added|got\s+added|has\s+been\s+added)\s*[?.!]*\s*$",
+    r"^\s*(?:(?:and|so)\s+)?(?:(?:what(?:'s|’s|s|\s+is)|anything|what)\s+"
+    r"(?:new|changed|has\s+changed|was\s+added|got\s+added|has\s+been\s+added)"
+    r"|anything|everything|(?:any|all|the|all\s+the)?\s*(?:documents|docs|notes|pages))\s*[?.!]*\s*$",
     re.I,
 )
 

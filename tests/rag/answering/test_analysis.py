@@ -33,6 +33,8 @@ D = dt.date
         ("the meeting on 2024-03-05", D(2024, 3, 5), D(2024, 3, 5)),
         ("anything before 2024-05-01", None, D(2024, 4, 30)),
         ("since March 2025", D(2025, 3, 1), TODAY),
+        ("anything from september", D(2024, 9, 1), D(2024, 9, 30)),
+        ("from March to May 2025", D(2025, 3, 1), D(2025, 5, 31)),
     ],
 )
 def test_date_phrases_resolve_relative_to_today(text, start, end):

@@ -91,11 +91,15 @@ def test_which_questions_ask_what_the_meetings_or_the_documents_of_a_period_were
         "which meetings did we have", "so what was covered in the meetings", "list the meetings",
     ):
         assert period_listing(question) == "meeting", question
+    for question in ("meetings", "any meetings", "our meetings?", "meetings we had"):
+        assert period_listing(question) == "meeting", question  # "meetings in the last 2 weeks"
+    for question in ("anything", "any docs", "all the notes"):
+        assert period_listing(question) == "document", question  # "anything from september"
     for question in ("what's new", "whats new", "anything new?", "what changed", "what was added"):
         assert period_listing(question) == "document", question
     for question in (
         "what was discussed about the budget", "what did we decide", "what happened to the sync",
-        "what's new in pgvector",
+        "what's new in pgvector", "meetings about acme", "anything about acme",
     ):
         assert period_listing(question) == "", question
 
