@@ -83,7 +83,9 @@ class FilterChip:
             value = collection_label(self.value)
         if self.origin == "form":
             return f"{_FIELD_NAMES[self.field]}: {value} (set in the filters)"
-        source = f"from the word '{self.phrase}'" if self.origin == "guessed" else f"from '{self.phrase}'"
+        # "The word" is the name itself, not the "and" or "with" the phrase took along.
+        word = re.sub(r"^(?:with|by|from|for|about|and)\s+", "", self.phrase, flags=re.I)
+        source = f"from the word '{word}'" if self.origin == "guessed" else f"from '{self.phrase}'"
         return f"{_FIELD_NAMES[self.field]}: {value} ({source})"
 
     def _nothing(self) -> str:

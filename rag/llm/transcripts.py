@@ -266,13 +266,25 @@ def gives_task(text: str, transcript: str) -> bool:
 
 def spoken_lines(question: str, candidates: list[Sentence]) -> list[Sentence]:
     """The spoken lines among ``candidates`` when the question asks what a person said or did and
-    that person speaks, or is reported, in them ("what did leo promise"): a written page is no
-    one's words, however well it shares the question's ("promise" in a page on JavaScript). Empty
-    otherwise."""
+    that person speaks, or is reported, in them ("what did leo promise"), or asks who said
+    something ("who talked about notion": the lines naming it): a written page is no one's words,
+    however well it shares the question's ("promise" in a page on JavaScript). Empty otherwise."""
+    if _WHO_SAID_RE.match(question):
+        # "Who talked about notion": someone's line naming it, never a page on it.
+        about = content_terms(question) - GENERIC_TERMS
+        naming = [c for c in candidates if c.speaker and about & content_terms(c.text)]
+        return naming
     subjects = _speaking_subjects(question)
     if not subjects or not any(_voice(c, subjects) for c in candidates):
         return []
     return [c for c in candidates if c.speaker]
+
+
+_WHO_SAID_RE = re.compile(
+    r"^\s*(?:(?:and|so)\s+)?who\s+(?:said|talked|spoke|mentioned|raised|brought\s+up|suggested|proposed|"
+    r"complained|asked|wanted|worried)\b",
+    re.I,
+)
 
 
 def _voice(line: Sentence, subjects: frozenset[str]) -> str:

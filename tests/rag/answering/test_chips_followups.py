@@ -37,6 +37,9 @@ def test_an_ordinary_word_is_a_guess_and_only_boosts():
     assert (chip.origin, chip.phrase, chip.label) == ("guessed", "search", "tag: search (from the word 'search')")
     applied, boosted = analysis.split(SearchFilters())
     assert applied.tags == [] and boosted.tags == ["search"]
+    # The word shown is the name, not the "and" the phrase took along.
+    maya = chips("what did sam and maya talk about")[("people", "Maya Chen")]
+    assert maya.phrase == "and maya" and maya.label == "person: Maya Chen (from the word 'maya')"
 
 
 @pytest.mark.parametrize(
