@@ -272,8 +272,7 @@ def spoken_lines(question: str, candidates: list[Sentence]) -> list[Sentence]:
     if _WHO_SAID_RE.match(question):
         # "Who talked about notion": someone's line naming it, never a page on it.
         about = content_terms(question) - GENERIC_TERMS
-        naming = [c for c in candidates if c.speaker and about & content_terms(c.text)]
-        return naming
+        return [c for c in candidates if c.speaker and about & content_terms(c.text)]
     subjects = _speaking_subjects(question)
     if not subjects or not any(_voice(c, subjects) for c in candidates):
         return []

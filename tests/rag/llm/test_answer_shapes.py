@@ -202,3 +202,16 @@ def test_what_someone_is_busy_with_reads_their_latest_meetings_first():
     # One line of each meeting in turn, newest first, undated last, whatever their scores.
     assert latest_of_each([a, b, c, d], limit=3) == [c, a, d]
     assert latest_of_each([a, b, c, d], limit=5) == [c, a, b, d]
+
+
+def test_who_talked_about_something_is_answered_by_the_lines_someone_said_on_it():
+    from rag.llm.transcripts import spoken_lines
+
+    handbook = ContextSource(n=1, title="Connecting Notion", text="")
+    weekly = ContextSource(n=2, title="Platform weekly", text="")
+    page = _line(handbook, 0, "There are two ways to bring Notion pages in.")
+    sync = _line(weekly, 1, "The nightly Notion sync hit rate limits twice.", speaker="Sam Okafor")
+    other = _line(weekly, 0, "p95 search latency is 24 ms.", speaker="Maya Chen")
+    assert spoken_lines("who talked about notion", [page, sync, other]) == [sync]
+    assert spoken_lines("who mentioned the budget", [page, sync, other]) == []
+    assert spoken_lines("who wrote the notion page", [page, sync, other]) == []  # asks no one's words
