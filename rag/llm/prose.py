@@ -85,13 +85,18 @@ _FIRST_RE = re.compile(r"\b(?:first|earliest)\b", re.I)
 _OCCASION_TERMS = frozenset(content_terms("meet meeting met session call last latest recent first earliest time"))
 
 
+# "When is the next review?" asks about one to come: a review's notes are dated when it was held.
+_FUTURE_RE = re.compile(r"\b(?:next|upcoming|coming|following)\b", re.I)
+
+
 def dated_sources(question: str, sources: list) -> list:
     """For "when…?" about dated sources themselves ("when did we meet acme?"): the dated sources
     whose titles name most of the question's subject, oldest first; only the latest for "last",
-    the earliest for "first". Empty when the question asks no "when" or no title names its subject
-    ("when is the next release?" is not answered by the date of the 1:1 that mentions it); the one
-    dated source when the question names nothing ("when was that?")."""
-    if not _WHEN_RE.search(question):
+    the earliest for "first". Empty when the question asks no "when", asks about one to come
+    ("when is the next review?"), or no title names its subject ("when is the next release?" is
+    not answered by the date of the 1:1 that mentions it); the one dated source when the question
+    names nothing ("when was that?")."""
+    if not _WHEN_RE.search(question) or _FUTURE_RE.search(question):
         return []
     subject = content_terms(question) - _OCCASION_TERMS
     if not subject:

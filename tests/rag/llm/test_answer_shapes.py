@@ -215,3 +215,12 @@ def test_who_talked_about_something_is_answered_by_the_lines_someone_said_on_it(
     assert spoken_lines("who talked about notion", [page, sync, other]) == [sync]
     assert spoken_lines("who mentioned the budget", [page, sync, other]) == []
     assert spoken_lines("who wrote the notion page", [page, sync, other]) == []  # asks no one's words
+
+
+def test_when_the_next_one_is_is_not_the_date_of_the_last_one():
+    from rag.llm.prose import dated_sources
+
+    review = ContextSource(n=1, title="Acme Capital pilot review", text="", date="2026-09-15")
+    assert dated_sources("when was the acme review", [review]) == [review]
+    assert dated_sources("when is the next review", [review]) == []
+    assert dated_sources("when is the upcoming acme review", [review]) == []
