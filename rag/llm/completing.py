@@ -96,3 +96,12 @@ def with_reason(
         out.remove(min(out[1:], key=lambda c: c.score))
     out.insert(out.index(lead) + 1, after)
     return out
+
+
+_BARE_WHY_RE = re.compile(r"^\s*(?:(?:and|but|so)\s+)?(?:why|how come)\s*[?.!]*\s*$", re.I)
+
+
+def no_reason_given(question: str, chosen: list[Sentence]) -> bool:
+    """A bare "why?" after an answer, and nothing quoted gives a reason: the sources say what was
+    decided, not why, and the answer must not pass the rest of the meeting off as the reason."""
+    return bool(_BARE_WHY_RE.match(question)) and not any(_REASON_RE.search(c.text) for c in chosen)

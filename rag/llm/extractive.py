@@ -25,7 +25,7 @@ from rag.llm.candidates import (
     sentence_vectors,
     unsaid_sentences,
 )
-from rag.llm.completing import from_first_step, with_antecedents, with_reason
+from rag.llm.completing import from_first_step, no_reason_given, with_antecedents, with_reason
 from rag.llm.context import (
     STATED_COUNT,
     STATED_LISTED,
@@ -540,6 +540,8 @@ class ExtractiveLLM:
             question, [c.text for c in chosen], sources, spoken=spoken, quoted=[c.source for c in chosen]
         ):
             yield when + "\n\n"  # a meeting's lines seldom say its date: its metadata does
+        if no_reason_given(question, chosen):
+            yield "These sources give no reason; what else they say:\n\n"
         if unvoiced := unvoiced_lead(question, content_terms(question), chosen, sources):
             yield unvoiced + "\n\n"  # Sam speaks in these meetings, but decided nothing quoted here
         if lead.agenda:

@@ -38,5 +38,10 @@ def holding_own_words(question: str, stated: list[str] | None, candidates: list[
     own = content_terms(question) - GENERIC_TERMS
     if not own:
         return candidates
-    holding = {c.source.n for c in candidates if own & (content_terms(c.text) | implied_terms(c.text))}
+    # A page's title and headings say what all its sentences are about ("Tuning HNSW in pgvector").
+    holding = {
+        c.source.n
+        for c in candidates
+        if own & (content_terms(f"{c.source.title} {c.section} {c.text}") | implied_terms(c.text))
+    }
     return [c for c in candidates if c.source.n in holding]

@@ -224,3 +224,24 @@ def test_when_the_next_one_is_is_not_the_date_of_the_last_one():
     assert dated_sources("when was the acme review", [review]) == [review]
     assert dated_sources("when is the next review", [review]) == []
     assert dated_sources("when is the upcoming acme review", [review]) == []
+
+
+def test_a_bare_why_with_no_reason_quoted_says_so():
+    from rag.llm.completing import no_reason_given
+
+    weekly = ContextSource(n=1, title="Platform weekly", text="")
+    latency = _line(weekly, 0, "p95 search latency is 24 ms.", speaker="Maya Chen")
+    because = _line(weekly, 1, "We moved it because the nightly run was too late.", speaker="Sam Okafor")
+    assert no_reason_given("why", [latency]) and no_reason_given("and why?", [latency])
+    assert not no_reason_given("why", [latency, because])
+    assert not no_reason_given("why is the budget going up", [latency])  # a question of its own
+
+
+def test_a_part_named_only_in_a_page_title_is_held_by_that_page():
+    from rag.llm.context import STATED_CONVERSATION
+    from rag.llm.stated import holding_own_words
+
+    tuning = ContextSource(n=1, title="Tuning HNSW in pgvector", text="")
+    graph = _line(tuning, 0, "HNSW builds a layered graph over the vectors.")
+    follow_up = [f"{STATED_CONVERSATION}how do i tune it (hnsw)"]
+    assert holding_own_words("how do i tune it", follow_up, [graph]) == [graph]
