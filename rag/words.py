@@ -234,6 +234,11 @@ def asks_for_more(question: str) -> bool:
 
 # Words that ask for what is to be done: the kind of answer, no subject.
 ACTION_TERMS = frozenset(content_terms("action items todo todos to-do to-dos next steps follow-up follow-ups"))
+# Words that say what kind of answer is wanted, or carry a question's grammar, never what it is about:
+# a document need not say "summarize", "list", "goes", "latest" or "owns" to answer.
+KIND_OF_ANSWER_TERMS = (
+    GENERIC_TERMS | LIST_REQUEST_TERMS | ACTION_TERMS | EVERYDAY_VERB_TERMS | RECENCY_TERMS | COMMITMENT_TERMS
+)
 _NO_SUBJECT = DECISION_TERMS | GENERIC_TERMS | PERIOD_TERMS | LIST_REQUEST_TERMS | ACTION_TERMS
 
 

@@ -60,12 +60,8 @@ from rag.search import (
 )
 from rag.selectors import check_query_model
 from rag.words import (
-    ACTION_TERMS,
-    COMMITMENT_TERMS,
-    EVERYDAY_VERB_TERMS,
     GENERIC_TERMS,
-    LIST_REQUEST_TERMS,
-    RECENCY_TERMS,
+    KIND_OF_ANSWER_TERMS,
     WORD_RE,
     asked_listing,
     content_terms,
@@ -321,9 +317,6 @@ def _correct_spelling(run: AskRun, search, applied: SearchFilters) -> bool:
 
 
 _UNMENTIONED_SHARE = 0.25
-_KIND_OF_ANSWER = (
-    GENERIC_TERMS | LIST_REQUEST_TERMS | ACTION_TERMS | EVERYDAY_VERB_TERMS | RECENCY_TERMS | COMMITMENT_TERMS
-)
 
 
 def unmentioned_note(run: AskRun, answer: str) -> str:
@@ -351,7 +344,7 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
         and w.lower() not in known
         # "summarize", "discussion", "list", "made", "latest", "owns": the kind of answer, not its subject;
         # "goes", "stop": the question's grammar; "wat": "what" typed a letter off
-        and not content_terms(w) <= _KIND_OF_ANSWER
+        and not content_terms(w) <= KIND_OF_ANSWER_TERMS
         and not slip_of_common_word(w)
         and not re.search(rf"(?<!\w){re.escape(w.lower())}", said)
         and not content_terms(w) <= said_terms
