@@ -9,13 +9,17 @@ import re
 from rag.llm.context import ContextSource
 from rag.words import content_terms
 
-_EXAMPLE_RE = re.compile(r"\b(?:examples?|for instance|(?:some|the|any) code|code (?:samples?|snippets?))\b", re.I)
+# "What does the code do" asks about code, not for it.
+_EXAMPLE_RE = re.compile(
+    r"\b(?:examples?|for instance|code (?:samples?|snippets?))\b|\bshow me (?:the |some |any )?code\b", re.I
+)
 # A fenced block on lines of its own: ```lang … ```.
 _FENCE_RE = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[ \t]*\n(.*?)\n[ \t]*```[ \t]*$", re.M | re.S)
 MAX_EXAMPLE_CHARS = 1200  # a page's worth of code is no example to read in an answer
 
 
 def asks_example(question: str) -> bool:
+    """The question asks to be shown an example, or code."""
     return bool(_EXAMPLE_RE.search(question))
 
 
