@@ -161,9 +161,15 @@ def person_follow_up(question: str, previous: str, people: list[str]) -> str:
     from rag.answering.analysis import match_values
 
     named = match_values(previous, people, names=True)
-    if len(named) != 1 or not _PERSON_PRONOUN_RE.search(question):
+    return pronouns_as(question, named[0]) if len(named) == 1 else ""
+
+
+def pronouns_as(question: str, person: str) -> str:
+    """``question`` with its pronouns for a person read as ``person`` ("what is she working on"
+    with Maya Chen: "what is Maya working on"); empty when it has none."""
+    if not _PERSON_PRONOUN_RE.search(question):
         return ""
-    first = named[0].split()[0]
+    first = person.split()[0]
 
     def name(m: re.Match) -> str:
         return f"{first}'s" if m.group(0).lower() in ("his", "hers") else first

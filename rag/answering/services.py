@@ -275,7 +275,7 @@ def _rewrite(run: AskRun, llm, conversation: conv.Conversation) -> None:
     """The question to search: a follow-up made standalone (``searched_query``); "what is she
     working on" with one person set in the filters, asked of that person."""
     people = run.request.people or []
-    if len(people) == 1 and (named := followups.person_follow_up(run.query, people[0], people)):
+    if len(people) == 1 and (named := followups.pronouns_as(run.query, people[0])):
         run.searched_query, run.rewrite = named[:MAX_QUERY_CHARS], "person"
         return
     if not conversation.exchanges:

@@ -213,7 +213,8 @@ class ExtractiveLLM:
         question = joined_as_written(question, [*(c.text for c in candidates), *(s.title for s in sources)])
         query = f"{topic} {question}".strip() if topic else question
         q_terms = asked_terms(query)
-        if asks_what_busy_with(asked):
+        busy = asks_what_busy_with(asked)  # "what is maya working on": "working" is no subject
+        if busy:
             q_terms -= ACTIVITY_TERMS
         n_sources = max(len(sources), 1)
         rank = {src.n: i for i, src in enumerate(sources)}
@@ -270,7 +271,7 @@ class ExtractiveLLM:
             pool, pool_vecs, floor_ratio=floor_ratio, whole=whole, about=about, leads=leads,
             latest=dated and asked_listing(question) is not None, dated=dated, q_terms=q_terms,
         )  # fmt: skip
-        if said and asks_what_busy_with(asked):
+        if said and busy:
             chosen = latest_of_each(said, limit=self.max_sentences)  # her lines, her latest meetings first
         elif asks_overview(question) and not counting and not said:
             # What every source on a named subject says of it: the kickoff's and the review's lines.
