@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models.functions import Cast
 from pgvector.django import HalfVectorField, HnswIndex, VectorField
 
+from rag import db_ops
 from rag.units import Visibility
 
 
@@ -95,8 +96,8 @@ class Chunk(models.Model):
                     name="halfvec_cosine_ops",
                 ),
                 name="chunk_embedding_hnsw",
-                m=16,
-                ef_construction=64,
+                m=db_ops.HNSW_M,
+                ef_construction=db_ops.HNSW_EF_CONSTRUCTION,
             ),
             GinIndex(name="chunk_tsv_gin", fields=["tsv"]),
             GinIndex(name="chunk_concepts_gin", fields=["concepts"]),

@@ -316,7 +316,9 @@ def _check_query_model(name: str) -> None:
 
 
 HNSW_BASE_ROWS = 100_000  # up to here the candidates themselves are a wide enough search
-HNSW_EF_GROWTH = 0.8
+# Past it, the walk widens with the index: the graph is built narrow (db_ops.HNSW_EF_CONSTRUCTION)
+# to keep a large build short, and the search pays for that at query time, where it costs less.
+HNSW_EF_GROWTH = 1.0
 HNSW_MIN_EF = 40  # pgvector's default width; a narrower walk loses recall for little time
 
 

@@ -49,6 +49,8 @@ def test_the_migrated_hnsw_index_holds_half_precision_vectors_and_search_walks_i
         cursor.execute("SELECT pg_get_indexdef('chunk_embedding_hnsw'::regclass)")
         definition = cursor.fetchone()[0]
     assert f"halfvec({local_embedder.dims})" in definition and "halfvec_cosine_ops" in definition, definition
+    # Built narrower than pgvector's default (the search widens its walk instead).
+    assert "m='16'" in definition and "ef_construction='48'" in definition, definition
     query = local_embedder.embed_query("how do cells make energy")
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")  # six rows: make the planner take an index if it can
@@ -64,3 +66,16 @@ def test_the_migrated_hnsw_index_holds_half_precision_vectors_and_search_walks_i
             "SELECT 1 - (embedding <=> %s::vector) FROM rag_chunk WHERE chunk_uid = %s", [str(query), hits[0].chunk_uid]
         )
         assert hits[0].vec_score == pytest.approx(cursor.fetchone()[0], abs=2e-6)
+
+
+@pytest.mark.django_db
+def test_the_models_and_the_migrations_agree():
+    """A model change with no migration (the graph's build width included) would leave every
+    install's schema behind the code."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("makemigrations", "--check", "--dry-run", stdout=out)
+    assert "No changes detected" in out.getvalue()
