@@ -133,7 +133,8 @@ GENERIC_TERMS = frozenset(
     stem(w)
     for w in [
         "decide", "agree", "say", "talk", "discuss", "happen", "mention", "new", "update", "plan", "conclude",
-        "propose", "next", "action", "item", "summary", "summarize", "outcome", "result", "think", "opinion",
+        "propose", "next", "action", "item", "summary", "summarize", "tldr", "recap", "gist", "outcome", "result",
+        "think", "opinion",
         "view", "feel", "idea", "consider", "reason", "detail", "attend", "attendee", "participate", "participant",
         "feedback", "reaction", "impression", "raise", "bring", "brought",
     ]
@@ -164,11 +165,12 @@ _COMMITMENT = (
     r"|^\s*who\s*(?:is|are|'s|’s|s)\s+(?:going\s+to|gonna|supposed\s+to|responsible\s+for|in\s+charge\s+of)\b"
     r"|^\s*who\s+(?:will|should|must)\b"
     r"|^\s*who\s+(?:owns|handles|takes\s+care\s+of|looks\s+after|is\s+doing|does)\b"
+    r"|^\s*who\s*(?:is|'s|’s|s|will\s+be)?\s+(?:taking|takes|took|to\s+take)\s+over\b"
 )
 COMMITMENT_TERMS = frozenset(
     stem(w)
     for w in ["promise", "promised", "promises", "commit", "committed", "commitment", "commitments", "responsible",
-              "charge", "supposed", "owns", "handles"]
+              "charge", "supposed", "owns", "handles", "taking", "takes", "took", "take"]
 )
 ASKS_ACTIONS_RE = re.compile(rf"\b(?:action[- ]items?|to-?dos?|next steps?|follow[- ]ups?)\b|{_COMMITMENT}", re.I)
 _COMMITMENT_RE = re.compile(_COMMITMENT, re.I)

@@ -316,6 +316,24 @@ def _tag_chip(value: str, query: str) -> FilterChip:
     return FilterChip(field="tags", value=value, origin="guessed", phrase=m.group(0) if m else value)
 
 
+_MEASURED_AGAINST_RE = r"\b(?:than|compared\s+(?:to|with)|vs\.?|versus|relative\s+to)\s+"
+
+
+def _period_is_guess(query: str, phrase: str) -> bool:
+    """Whether the period ``phrase`` of ``query`` is a guess at where to look, not a stated one.
+    "recently" names no period: the three months it maps to are a guess. A period the question
+    is about rather than one it looks in ("the budget for 2027", "plans for next year"), or one
+    the subject is measured against ("bigger than last year"), is part of the subject:
+    documents dated then rank higher, none is hidden."""
+    bare = phrase.strip()
+    return bool(
+        re.fullmatch(r"(?:recently|lately)", bare, re.I)
+        or re.match(r"(?:for|next)\b", bare, re.I)
+        or re.search(r"\bnext\b", phrase, re.I)
+        or (bare and re.search(_MEASURED_AGAINST_RE + re.escape(bare), query, re.I))
+    )
+
+
 def build_chips(query: str, analysis: QueryAnalysis) -> list[FilterChip]:
     """The chips of an analysis, each with where in the question it came from."""
     chips: list[FilterChip] = []
@@ -327,12 +345,7 @@ def build_chips(query: str, analysis: QueryAnalysis) -> list[FilterChip]:
         phrase = analysis.date_phrase if analysis.date_phrase not in ("", "(model)") else ""
         if not phrase and (m := _TEMPORAL_RE.search(query)):
             phrase = m.group(0)
-        # "recently" names no period: the three months it maps to are a guess. A period the
-        # question is about rather than one it looks in ("the budget for 2027", "plans for next
-        # year") is part of the subject: documents dated then rank higher, none is hidden.
-        vague = bool(re.fullmatch(r"(?:recently|lately)", phrase.strip(), re.I))
-        vague = vague or bool(re.match(r"(?:for|next)\b", phrase.strip(), re.I))
-        vague = vague or bool(re.search(r"\bnext\b", phrase, re.I))
+        vague = _period_is_guess(query, phrase)
         chips.append(
             FilterChip(
                 field="date",

@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from rag.interactions import conversation_turns
-from rag.words import asks_for_more
+from rag.words import asks_for_more, content_terms
 
 NO_RAG = "NO_RAG"
 REUSE = "REUSE"
@@ -38,6 +38,11 @@ _TRANSFORM_RE = re.compile(
     r"(?:put|write|list) (?:it|that|this) (?:in|as)|in (?:bullet points|one sentence|short|a table)|"
     r"explain (?:it|that|this)(?: again| simply| like)?\b|what do you mean)",
     re.I,
+)
+_TRANSFORM_TERMS = content_terms(
+    "summarize summarise summary tldr sum shorten shorter simplify simpler simply rephrase reword translate "
+    "condense paraphrase make put write list bullet points one sentence short table clearer explain again "
+    "mean like please"
 )
 _ANAPHORA_RE = re.compile(r"\b(?:that|this|it|those|these|them|they|he|she|his|her|there)\b", re.I)
 
@@ -105,10 +110,13 @@ def choose_strategy(*, question: str, conversation: Conversation, request_filter
         return NEW_QUERY
     if request_filters != last.request_filters:
         return NEW_QUERY
-    if _TRANSFORM_RE.search(question):
-        return NO_RAG
     from rag.answering.followups import more_about
-    from rag.words import content_terms
+
+    if _TRANSFORM_RE.search(question):
+        # "summarize that" reshapes the last answer; "summarize the platform weekly" names
+        # something else to summarize, which needs its own search.
+        named = content_terms(question) - _TRANSFORM_TERMS - content_terms(f"{last.topic} {last.query} {last.answer}")
+        return NEW_QUERY if named else NO_RAG
 
     subject = more_about(question)
     if subject and content_terms(subject) - content_terms(f"{last.topic} {last.query}"):

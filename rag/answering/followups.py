@@ -70,12 +70,21 @@ def more_about(question: str) -> str:
     return "" if not what or _PRONOUN_ONLY_RE.match(what) else what
 
 
+# "is there an api", "there are two ways": "there" that says something exists, pointing nowhere.
+# "who was there" asks about a place.
+_EXISTENTIAL_THERE_RE = re.compile(
+    r"^\s*(?:(?:and|so|but)\s+)?(?:is|are|was|were|isn['’]?t|aren['’]?t|will)\s+there\b"
+    r"|\bthere\s+(?:is|are|was|were|isn|aren)\b",
+    re.I,
+)
+
+
 def points_back(question: str) -> bool:
     """Whether ``question`` leans on the conversation: a pronoun that is not part of a time
-    ("this year"), and little of its own to search for."""
+    ("this year") or of "is there", and little of its own to search for."""
     from rag.words import GENERIC_TERMS, content_terms
 
-    bare = _TIME_POINTER_RE.sub(" ", question)
+    bare = _EXISTENTIAL_THERE_RE.sub(" ", _TIME_POINTER_RE.sub(" ", question))
     if not _POINTER_RE.search(bare):
         return False
     own = content_terms(_POINTER_RE.sub(" ", bare)) - GENERIC_TERMS - {"tell", "know", "more"}

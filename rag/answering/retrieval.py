@@ -38,6 +38,7 @@ from rag.answering.sources import (
     topics_of,
 )
 from rag.answering.spelling import (
+    acronyms_of,
     correct_query,
     find_name,
     pairs_of,
@@ -304,15 +305,13 @@ def _correct_spelling(run: AskRun, search, applied: SearchFilters) -> bool:
         return False
     hits = search(applied)
     texts = [f"{h.title}. {h.content}" for h in hits]
-    vocabulary, pairs = vocabulary_of(texts), pairs_of(texts)
-    corrected, fixes = correct_query(run.searched_query, unknown=typos, vocabulary=vocabulary, pairs=pairs)
+    words = {"vocabulary": vocabulary_of(texts), "pairs": pairs_of(texts), "acronyms": acronyms_of(texts, typos)}
+    corrected, fixes = correct_query(run.searched_query, unknown=typos, **words)
     if not fixes:
         return False
     run.corrections = fixes
     run.searched_query = corrected[:MAX_QUERY_CHARS]
-    run.corrected_query = correct_query(
-        run.corrected_query or run.query, unknown=typos, vocabulary=vocabulary, pairs=pairs
-    )[0]
+    run.corrected_query = correct_query(run.corrected_query or run.query, unknown=typos, **words)[0]
     return True
 
 

@@ -139,13 +139,65 @@ def slip_of_common_word(word: str) -> bool:
     a subject the sources lack. As for names (``_close``), a letter changed in a word of three
     makes another word ("cat" is not "can")."""
     low = word.lower()
-    return low not in _GRAMMAR_WORDS and any(
+    return low not in _GRAMMAR_WORDS and any(_slip_of(low, common) for common in _GRAMMAR_WORDS)
+
+
+def _slip_of(low: str, common: str) -> bool:
+    return (
         common[:1] == low[:1]
         and abs(len(common) - len(low)) <= 1
         and not (len(low) <= 3 and len(low) == len(common) and sorted(low) != sorted(common))
         and edit_distance(low, common, limit=1) <= 1
-        for common in _GRAMMAR_WORDS
     )
+
+
+def grammar_word(word: str) -> str | None:
+    """The one word a question is built with that ``word`` is a slip of ("waht", "whta" → "what"),
+    in the case it was typed; None when it is none, or a slip of two ("hwo": who or how)."""
+    low = word.lower()
+    near = [] if low in _GRAMMAR_WORDS else [c for c in _GRAMMAR_WORDS if _slip_of(low, c)]
+    if len(near) != 1:
+        return None
+    return near[0].capitalize() if word[:1].isupper() else near[0]
+
+
+def _opening_slip(word: str, query: str) -> str | None:
+    """``grammar_word`` of the word a question opens with ("waht is hnsw"): elsewhere a word a
+    letter from "could" or "what" is as likely a subject the sources lack ("cold", "wheat")."""
+    if not re.match(rf"\s*(?:(?:and|so|but|ok|okay)[\s,]+)?{re.escape(word)}\b", query, re.I):
+        return None
+    return grammar_word(word)
+
+
+def acronyms_of(texts: list[str], wanted: set[str]) -> dict[str, set[str]]:
+    """For each of ``wanted`` (lower case), the runs of words ``texts`` write side by side whose
+    initials spell it ("rrf" → "Reciprocal rank fusion"). Only words of three letters or more,
+    none a stop word, within one clause: a short word or a clause's end rarely sits inside a name."""
+    from rag.words import STOPWORDS
+
+    found: dict[str, set[str]] = {}
+    sizes = {len(w) for w in wanted}
+    for text in texts:
+        for clause in re.split(r"[.,;:!?()\[\]\n]", text or ""):
+            words = re.findall(_LETTERS, clause)
+            for i in range(len(words)):
+                for k in sizes:
+                    run = words[i : i + k]
+                    if len(run) < k or any(len(w) < 3 or w.lower() in STOPWORDS for w in run):
+                        continue
+                    initials = "".join(w[0] for w in run).lower()
+                    if initials in wanted:
+                        found.setdefault(initials, set()).add(" ".join(run).lower())
+    return found
+
+
+def _acronym(word: str, query: str, acronyms: dict[str, set[str]]) -> str | None:
+    """The one expansion of ``word`` when it reads as an acronym: three to five letters, in
+    capitals or in a question typed all in lower case."""
+    if not 3 <= len(word) <= 5 or not word.isalpha() or not (word.isupper() or query == query.lower()):
+        return None
+    spelt = acronyms.get(word.lower(), set())
+    return next(iter(spelt)) if len(spelt) == 1 else None
 
 
 def correction(word: str, vocabulary: set[str]) -> str | None:
@@ -247,8 +299,9 @@ def _same_letters(typed: str, word: str) -> bool:
 
 
 def correct_query(
-    query: str, *, unknown: set[str], vocabulary: set[str], pairs: set[str] | None = None
-) -> tuple[str, dict[str, str]]:
+    query: str, *, unknown: set[str], vocabulary: set[str], pairs: set[str] | None = None,
+    acronyms: dict[str, set[str]] | None = None,
+) -> tuple[str, dict[str, str]]:  # fmt: skip
     """``query`` with each of its ``unknown`` words replaced by its correction from ``vocabulary``;
     the replacements made (typed → corrected). A capitalised word of a question not written all
     in lower case is a name typed on purpose: one the index never saw is something it does not
@@ -256,7 +309,8 @@ def correct_query(
     same name with the documents' accents ("Krakow" for "Kraków") is that name, not a near one.
     A word the documents hold in another form ("complained" where they say "complaints") is
     spelt right: the answer matches word families, and a near word of another form is no slip.
-    ``pairs``: see ``unglued``."""
+    ``pairs``: see ``unglued``. A slip of a question word ("waht") is that word; an acronym the
+    documents never write ("rrf") is the words they write it for (``acronyms``: ``acronyms_of``)."""
     fixes: dict[str, str] = glued(query, unknown, vocabulary)
     joined = {w.lower() for pair in fixes for w in re.findall(_LETTERS, pair)}
     lower_question = query == query.lower()
@@ -271,9 +325,12 @@ def correct_query(
         if word.lower() in unknown and (marked := accented(word, vocabulary)):
             fixes[word] = marked  # the same letters, the accents left out: no guess either
             continue
+        if word.lower() in unknown and (spelt := _acronym(word, query, acronyms or {})):
+            fixes[word] = spelt
+            continue
         if name:
             continue
-        if word.lower() in unknown and (fixed := correction(word, vocabulary)):
+        if word.lower() in unknown and (fixed := _opening_slip(word, query) or correction(word, vocabulary)):
             fixes[word] = fixed
     if not fixes:
         return query, {}

@@ -85,8 +85,9 @@ _FIRST_RE = re.compile(r"\b(?:first|earliest)\b", re.I)
 _OCCASION_TERMS = frozenset(content_terms("meet meeting met session call last latest recent first earliest time"))
 
 
-# "When is the next review?" asks about one to come: a review's notes are dated when it was held.
-_FUTURE_RE = re.compile(r"\b(?:next|upcoming|coming|following)\b", re.I)
+# "when is the next review", "when is the proposal due": a time still to come, which the text
+# states ("by Friday") if anything does; the date a source was written is no answer to it.
+_FUTURE_RE = re.compile(r"\b(?:next|upcoming|coming|following|due|deadline)\b", re.I)
 
 
 def dated_sources(question: str, sources: list) -> list:

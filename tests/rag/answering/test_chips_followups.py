@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from rag.answering.analysis import parse_query
-from rag.answering.conversations import NEW_QUERY, REUSE, Conversation, Exchange, choose_strategy
+from rag.answering.conversations import NEW_QUERY, NO_RAG, REUSE, Conversation, Exchange, choose_strategy
 from rag.answering.followups import asks_who_took_part, asks_who_was_there, offline_rewrite
 from rag.answering.selectors import Facets
 from rag.answering.statements import asks_for_clients, asks_where_took_part, asks_who_is
@@ -102,6 +102,38 @@ def test_tell_me_more_about_a_new_thing_is_a_new_query():
         offline_rewrite(question="tell me more about Northwind", previous=[last.query]).searched_query
         == "Northwind tell me more about Northwind"
     )
+
+
+def test_summarize_that_rewords_the_last_answer_and_summarize_something_else_searches_it():
+    last = Exchange(interaction_id=1, query="summarize the acme review", topic="summarize the acme review",
+                    answer="Sam Okafor: “Analysts used the pilot 340 times.” [1]", retrieved=[{"chunk_uid": "x"}],
+                    cited=["x"], request_filters={}, strategy=NEW_QUERY)  # fmt: skip
+    conversation = Conversation(id="c", exchanges=[last])
+    for question in ("summarize that", "tldr", "in bullet points", "summarize it in one sentence"):
+        assert choose_strategy(question=question, conversation=conversation, request_filters={}) == NO_RAG, question
+    for question in ("tldr of the platform weekly", "summarize the platform weekly"):
+        assert choose_strategy(question=question, conversation=conversation, request_filters={}) == NEW_QUERY, question
+
+
+def test_is_there_asks_whether_something_exists_and_points_back_to_nothing():
+    previous = ["can it read scanned pdfs"]
+    rewrite = offline_rewrite(question="is there an api for documents", previous=previous)
+    assert (rewrite.kind, rewrite.searched_query) == ("standalone", "is there an api for documents")
+    assert offline_rewrite(question="are there any for notion", previous=previous).kind == "standalone"
+    # "there" as a place still points back.
+    assert offline_rewrite(question="who was there", previous=["the acme kickoff"]).kind == "carried"
+
+
+def test_a_period_the_subject_is_measured_against_only_boosts():
+    for query, phrase in (
+        ("how much more is the budget than this year", "this year"),
+        ("is the budget bigger compared to last year", "last year"),
+    ):
+        chip = chips(query)[next(k for k in chips(query) if k[0] == "date")]
+        assert chip.origin == "guessed" and chip.phrase == phrase, chip
+        applied, boosted = parse_query(query, today=TODAY, facets=facets()).split(SearchFilters())
+        assert applied.date_from is None and boosted.date_from is not None
+    assert chips("what did we decide this year")[("date", "2026-01-01/2026-11-23")].origin == "stated"
 
 
 @pytest.mark.parametrize("mode", ["ok", "error"])

@@ -229,3 +229,30 @@ def test_a_name_typed_without_its_accents_finds_what_the_documents_say(demo, loc
     # The sources do mention it, as they write it: no "Nothing you can see mentions Krakow".
     assert "Nothing you can see" not in body["answer"], body["answer"]
 
+
+
+def test_a_slip_of_the_word_a_question_opens_with_is_that_word():
+    assert correct_query("waht is hnsw", unknown={"waht"}, vocabulary={"hnsw"}) == ("what is hnsw", {"waht": "what"})
+    assert correct_query("Whta is HNSW", unknown={"whta"}, vocabulary=set())[0] == "What is HNSW"
+    # Inside the question a word a letter from "could" is a subject the sources lack, not a slip.
+    assert correct_query("is cold storage supported", unknown={"cold"}, vocabulary=set())[1] == {}
+
+
+def test_an_acronym_the_documents_never_write_is_the_words_they_write_it_for():
+    from rag.answering.spelling import acronyms_of
+
+    texts = ["Reciprocal rank fusion is available as an alternative.", "Search is hybrid."]
+    acronyms = acronyms_of(texts, {"rrf"})
+    assert acronyms == {"rrf": {"reciprocal rank fusion"}}
+    assert correct_query("what is rrf", unknown={"rrf"}, vocabulary=set(), acronyms=acronyms)[0] == (
+        "what is reciprocal rank fusion"
+    )
+    assert correct_query("What is RRF?", unknown={"rrf"}, vocabulary=set(), acronyms=acronyms)[0] == (
+        "What is reciprocal rank fusion?"
+    )
+    # A capitalised word of a mixed-case question is a name, not an acronym typed in lower case.
+    assert correct_query("Who is Rrf?", unknown={"rrf"}, vocabulary=set(), acronyms=acronyms)[1] == {}
+    # Initials across a clause's end, or two runs spelling it: no expansion.
+    assert acronyms_of(["Rank. Fusion rules"], {"rfr"}) == {}
+    two = acronyms_of(["red fox runs", "rare fish rot"], {"rfr"})
+    assert correct_query("what is rfr", unknown={"rfr"}, vocabulary=set(), acronyms=two)[1] == {}
