@@ -134,9 +134,8 @@ GENERIC_TERMS = frozenset(
     for w in [
         "decide", "agree", "say", "talk", "discuss", "happen", "mention", "new", "update", "plan", "conclude",
         "propose", "next", "action", "item", "summary", "summarize", "tldr", "recap", "gist", "outcome", "result",
-        "think", "opinion",
-        "view", "feel", "idea", "consider", "reason", "detail", "attend", "attendee", "participate", "participant",
-        "feedback", "reaction", "impression", "raise", "bring", "brought",
+        "think", "opinion", "view", "feel", "idea", "consider", "reason", "detail", "attend", "attendee",
+        "participate", "participant", "feedback", "reaction", "impression", "raise", "bring", "brought",
     ]
 )  # fmt: skip
 

@@ -113,10 +113,10 @@ def choose_strategy(*, question: str, conversation: Conversation, request_filter
     from rag.answering.followups import more_about
 
     if _TRANSFORM_RE.search(question):
-        # "summarize that" reshapes the last answer; "summarize the platform weekly" names
-        # something else to summarize, which needs its own search.
+        # "summarize that", "translate it to french" reshape the last answer; "summarize the
+        # platform weekly" names something else to summarize, which needs its own search.
         named = content_terms(question) - _TRANSFORM_TERMS - content_terms(f"{last.topic} {last.query} {last.answer}")
-        return NEW_QUERY if named else NO_RAG
+        return NEW_QUERY if named and not _ANAPHORA_RE.search(question) else NO_RAG
 
     subject = more_about(question)
     if subject and content_terms(subject) - content_terms(f"{last.topic} {last.query}"):

@@ -109,7 +109,8 @@ def test_summarize_that_rewords_the_last_answer_and_summarize_something_else_sea
                     answer="Sam Okafor: “Analysts used the pilot 340 times.” [1]", retrieved=[{"chunk_uid": "x"}],
                     cited=["x"], request_filters={}, strategy=NEW_QUERY)  # fmt: skip
     conversation = Conversation(id="c", exchanges=[last])
-    for question in ("summarize that", "tldr", "in bullet points", "summarize it in one sentence"):
+    for question in ("summarize that", "tldr", "in bullet points", "summarize it in one sentence",
+                     "translate it to french"):  # fmt: skip
         assert choose_strategy(question=question, conversation=conversation, request_filters={}) == NO_RAG, question
     for question in ("tldr of the platform weekly", "summarize the platform weekly"):
         assert choose_strategy(question=question, conversation=conversation, request_filters={}) == NEW_QUERY, question
