@@ -218,9 +218,36 @@ def correction(word: str, vocabulary: set[str]) -> str | None:
         if d <= limit or (d == 2 and _same_letters(low, candidate)):
             best.setdefault(d, set()).add(candidate)
     if not best:
-        return None
+        return _family_slip(low, vocabulary, limit)
     nearest = best[min(best)]
     return next(iter(nearest)) if len(nearest) == 1 else None
+
+
+def _family_slip(low: str, vocabulary: set[str], limit: int) -> str | None:
+    """A slip of a word the documents write only in longer forms ("conect" where they say
+    "Connecting"): the shortest word of the one family whose stem is within ``limit`` edits."""
+    families: dict[str, list[str]] = {}
+    for candidate in vocabulary:
+        root = stem(candidate)
+        if root[:1] == low[:1] and abs(len(root) - len(low)) <= 2 and edit_distance(low, root, limit=2) <= limit:
+            families.setdefault(root, []).append(candidate)
+    if len(families) != 1:
+        return None
+    return min(next(iter(families.values())), key=lambda w: (len(w), w))
+
+
+def abbreviation(word: str, vocabulary: set[str]) -> str | None:
+    """The word of ``vocabulary`` that ``word`` shortens ("intro" where the documents say
+    "introduction", "config" for "configuration"): the shortest of the words it begins, when they
+    are one family and at least three letters longer. None when it begins words of two families
+    ("photo": photograph or photosynthesis), or is under four letters."""
+    low = word.lower()
+    if not 4 <= len(low) <= 6 or not low.isalpha():
+        return None
+    longer = [v for v in vocabulary if v.startswith(low) and len(v) >= len(low) + 3]
+    if not longer or len({stem(v) for v in longer}) != 1:
+        return None
+    return min(longer, key=lambda w: (len(w), w))
 
 
 # Letters that carry their mark in the letter itself, so Unicode decomposes them into no base
@@ -330,7 +357,9 @@ def correct_query(
             continue
         if name:
             continue
-        if word.lower() in unknown and (fixed := _opening_slip(word, query) or correction(word, vocabulary)):
+        if word.lower() in unknown and (
+            fixed := _opening_slip(word, query) or correction(word, vocabulary) or abbreviation(word, vocabulary)
+        ):
             fixes[word] = fixed
     if not fixes:
         return query, {}

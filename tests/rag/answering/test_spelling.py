@@ -256,3 +256,19 @@ def test_an_acronym_the_documents_never_write_is_the_words_they_write_it_for():
     assert acronyms_of(["Rank. Fusion rules"], {"rfr"}) == {}
     two = acronyms_of(["red fox runs", "rare fish rot"], {"rfr"})
     assert correct_query("what is rfr", unknown={"rfr"}, vocabulary=set(), acronyms=two)[1] == {}
+
+
+def test_a_word_the_documents_write_only_longer_is_that_word():
+    from rag.answering.spelling import abbreviation
+
+    vocabulary = {"northwind", "fund", "introduction", "photograph", "photosynthesis", "connecting", "connected"}
+    assert abbreviation("intro", vocabulary) == "introduction"
+    assert abbreviation("photo", vocabulary) is None  # two families: no guess
+    assert abbreviation("fun", vocabulary) is None  # too short to stand for anything
+    assert correct_query("summarize the northwind intro", unknown={"intro"}, vocabulary=vocabulary)[0] == (
+        "summarize the northwind introduction"
+    )
+    # A slip of a word written only in longer forms: the shortest of its family.
+    assert correct_query("how do i conect notion", unknown={"conect"}, vocabulary=vocabulary)[0] == (
+        "how do i connected notion"
+    )
