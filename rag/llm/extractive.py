@@ -37,12 +37,11 @@ from rag.llm.context import (
 from rag.llm.counts import counted_target, counted_thing, counts_first, counts_thing, examples_of, one_a_source
 from rag.llm.examples import asks_example, code_example
 from rag.llm.listing import (
-    asks_overview,
     latest_of_each,
     newest_first,
     on_subject,
+    overview,
     says_kind,
-    spread,
     states,
     stating,
     wants_all,
@@ -273,9 +272,8 @@ class ExtractiveLLM:
         )  # fmt: skip
         if said and busy:
             chosen = latest_of_each(said, limit=self.max_sentences)  # her lines, her latest meetings first
-        elif asks_overview(question) and not counting and not said:
-            # What every source on a named subject says of it: the kickoff's and the review's lines.
-            chosen = spread(pool, q_terms, limit=self.max_sentences) or chosen
+        elif not counting and not said:  # an overview of a named subject, a summary of one source
+            chosen = overview(question, chosen, pool, candidates, q_terms, limit=self.max_sentences)
         # The steps start at the first one not quoted yet ("and how do i use it" after the steps
         # that create it).
         unsaid = [c for c in candidates if not c.said]

@@ -123,6 +123,31 @@ def asks_overview(question: str) -> bool:
     return bool(_OVERVIEW_RE.search(question))
 
 
+_SUMMARY_RE = re.compile(r"\b(?:summari[sz]e|summary|tl;?dr|recap|gist|what happened (?:in|at|during))\b", re.I)
+
+
+def overview(
+    question: str, chosen: list[Sentence], pool: list[Sentence], candidates: list[Sentence], q_terms: set[str], *,
+    limit: int,
+) -> list[Sentence]:  # fmt: skip
+    """``chosen`` as an overview of a named subject (``spread``) or, for "summarize the platform
+    weekly", as the whole of the source whose title names what is summarized: every line it
+    says, in its order (its own words, not the lines closest to the word "summarize")."""
+    if asks_overview(question):
+        return spread(pool, q_terms, limit=limit) or chosen
+    subject = q_terms - LIST_TERMS - GENERIC_TERMS - LIST_REQUEST_TERMS - RECENCY_TERMS
+    if not chosen or not subject or not _SUMMARY_RE.search(question):
+        return chosen
+    named = chosen[0].source
+    if not subject <= content_terms(named.title):
+        return chosen
+    whole = [
+        c for c in candidates
+        if c.source.n == named.n and not c.said and (not c.speaker or says_something(c.text))
+    ]  # fmt: skip
+    return whole[:limit] or chosen
+
+
 def spread(pool: list[Sentence], q_terms: set[str], *, limit: int) -> list[Sentence]:
     """An overview of a named subject (a client, a person, a project) from each source on it:
     their best lines in turn, newest source first, each source's lines in its own order. A source
