@@ -238,9 +238,10 @@ def _family_slip(low: str, vocabulary: set[str], limit: int) -> str | None:
 
 def abbreviation(word: str, vocabulary: set[str]) -> str | None:
     """The word of ``vocabulary`` that ``word`` shortens ("intro" where the documents say
-    "introduction", "config" for "configuration"): the shortest of the words it begins, when they
-    are one family and at least three letters longer. None when it begins words of two families
-    ("photo": photograph or photosynthesis), or is under four letters."""
+    "introduction"): the shortest of the words it begins, when they are one family and at least
+    three letters longer (the family matches the rest: "config" is searched as "configured").
+    None when it begins words of two families ("photo": photograph or photosynthesis), or is under
+    four letters."""
     low = word.lower()
     if not 4 <= len(low) <= 6 or not low.isalpha():
         return None
