@@ -110,13 +110,12 @@ def choose_strategy(*, question: str, conversation: Conversation, request_filter
         return NEW_QUERY
     if request_filters != last.request_filters:
         return NEW_QUERY
-    from rag.answering.followups import more_about
-
     if _TRANSFORM_RE.search(question):
         # "summarize that", "translate it to french" reshape the last answer; "summarize the
         # platform weekly" names something else to summarize, which needs its own search.
         named = content_terms(question) - _TRANSFORM_TERMS - content_terms(f"{last.topic} {last.query} {last.answer}")
         return NEW_QUERY if named and not _ANAPHORA_RE.search(question) else NO_RAG
+    from rag.answering.followups import more_about
 
     subject = more_about(question)
     if subject and content_terms(subject) - content_terms(f"{last.topic} {last.query}"):

@@ -169,13 +169,19 @@ def _opening_slip(word: str, query: str) -> str | None:
     return grammar_word(word)
 
 
+_ACRONYM_LETTERS = (3, 5)  # shorter, too many runs of words spell it; longer is rarely one
+
+
 def acronyms_of(texts: list[str], wanted: set[str]) -> dict[str, set[str]]:
     """For each of ``wanted`` (lower case), the runs of words ``texts`` write side by side whose
     initials spell it ("rrf" → "Reciprocal rank fusion"). Only words of three letters or more,
     none a stop word, within one clause: a short word or a clause's end rarely sits inside a name."""
     from rag.words import STOPWORDS
 
+    wanted = {w for w in wanted if _ACRONYM_LETTERS[0] <= len(w) <= _ACRONYM_LETTERS[1] and w.isalpha()}
     found: dict[str, set[str]] = {}
+    if not wanted:
+        return found
     sizes = {len(w) for w in wanted}
     for text in texts:
         for clause in re.split(r"[.,;:!?()\[\]\n]", text or ""):
@@ -191,10 +197,10 @@ def acronyms_of(texts: list[str], wanted: set[str]) -> dict[str, set[str]]:
     return found
 
 
-def _acronym(word: str, query: str, acronyms: dict[str, set[str]]) -> str | None:
-    """The one expansion of ``word`` when it reads as an acronym: three to five letters, in
-    capitals or in a question typed all in lower case."""
-    if not 3 <= len(word) <= 5 or not word.isalpha() or not (word.isupper() or query == query.lower()):
+def _acronym(word: str, acronyms: dict[str, set[str]], *, lower_question: bool) -> str | None:
+    """The one expansion of ``word`` (of ``acronyms_of``) when it reads as an acronym: in capitals,
+    or in a question typed all in lower case."""
+    if not (word.isupper() or lower_question):
         return None
     spelt = acronyms.get(word.lower(), set())
     return next(iter(spelt)) if len(spelt) == 1 else None
@@ -206,9 +212,9 @@ def correction(word: str, vocabulary: set[str]) -> str | None:
     under six letters is not corrected: one letter off, it is as likely a word of a subject the
     sources do not hold ("moons", "bones") as a slip; two edits need nine letters, or the word's
     own letters in another order ("ableine" for "abilene")."""
-    if len(word) < 6:
+    limit = _slips_allowed(word)
+    if not limit:
         return None
-    limit = 1 if len(word) < 9 else 2
     low = word.lower()
     best: dict[int, set[str]] = {}
     for candidate in vocabulary:
@@ -218,22 +224,29 @@ def correction(word: str, vocabulary: set[str]) -> str | None:
         if d <= limit or (d == 2 and _same_letters(low, candidate)):
             best.setdefault(d, set()).add(candidate)
     if not best:
-        return _family_slip(low, vocabulary, limit)
+        return None
     nearest = best[min(best)]
     return next(iter(nearest)) if len(nearest) == 1 else None
 
 
-def _family_slip(low: str, vocabulary: set[str], limit: int) -> str | None:
+def _slips_allowed(word: str) -> int:
+    """The edits a typed word may be from the one it means (see ``correction``): none under six
+    letters, two from nine."""
+    return 0 if len(word) < 6 else 1 if len(word) < 9 else 2
+
+
+def _family_slip(word: str, by_family: dict[str, list[str]]) -> str | None:
     """A slip of a word the documents write only in longer forms ("conect" where they say
-    "Connecting"): the shortest word of the one family whose stem is within ``limit`` edits."""
-    families: dict[str, list[str]] = {}
-    for candidate in vocabulary:
-        root = stem(candidate)
-        if root[:1] == low[:1] and abs(len(root) - len(low)) <= 2 and edit_distance(low, root, limit=2) <= limit:
-            families.setdefault(root, []).append(candidate)
-    if len(families) != 1:
+    "Connecting"): the shortest word of the one family (``by_family``: stem -> the documents'
+    words) whose stem is as near as ``correction`` allows."""
+    limit, low = _slips_allowed(word), word.lower()
+    if not limit:
         return None
-    return min(next(iter(families.values())), key=lambda w: (len(w), w))
+    near = [
+        words for root, words in by_family.items()
+        if root[:1] == low[:1] and abs(len(root) - len(low)) <= 2 and edit_distance(low, root, limit=2) <= limit
+    ]  # fmt: skip
+    return min(near[0], key=lambda w: (len(w), w)) if len(near) == 1 else None
 
 
 def abbreviation(word: str, vocabulary: set[str]) -> str | None:
@@ -342,9 +355,11 @@ def correct_query(
     fixes: dict[str, str] = glued(query, unknown, vocabulary)
     joined = {w.lower() for pair in fixes for w in re.findall(_LETTERS, pair)}
     lower_question = query == query.lower()
-    families = {stem(v) for v in vocabulary}
+    by_family: dict[str, list[str]] = {}
+    for v in vocabulary:
+        by_family.setdefault(stem(v), []).append(v)
     for word in set(WORD_RE.findall(query)):
-        if word.lower() in joined or stem(word) in families:
+        if word.lower() in joined or stem(word) in by_family:
             continue
         name = not lower_question and word[:1].isupper() and query.lstrip().find(word) != 0
         if word.lower() in unknown and (parts := unglued(word, vocabulary, camel_only=name, pairs=pairs)):
@@ -353,13 +368,18 @@ def correct_query(
         if word.lower() in unknown and (marked := accented(word, vocabulary)):
             fixes[word] = marked  # the same letters, the accents left out: no guess either
             continue
-        if word.lower() in unknown and (spelt := _acronym(word, query, acronyms or {})):
+        if word.lower() in unknown and (spelt := _acronym(word, acronyms or {}, lower_question=lower_question)):
             fixes[word] = spelt
             continue
         if name:
             continue
-        if word.lower() in unknown and (
-            fixed := _opening_slip(word, query) or correction(word, vocabulary) or abbreviation(word, vocabulary)
+        if word.lower() not in unknown:
+            continue
+        if fixed := (
+            _opening_slip(word, query)
+            or correction(word, vocabulary)
+            or _family_slip(word, by_family)
+            or abbreviation(word, vocabulary)
         ):
             fixes[word] = fixed
     if not fixes:
