@@ -119,13 +119,26 @@ _CHANGE_TERMS = frozenset(
 def implied_terms(text: str) -> set[str]:
     """Content terms ``text`` states without saying them: the words for a price when it names a
     sum of money, "deadline" when it names the day something is due by, the words of a comparison
-    when it gives a change ("up from 365,000")."""
+    when it gives a change ("up from 365,000") or an alternative ("…instead of the default")."""
     terms = set(_PRICE_TERMS) if _MONEY_RE.search(text) else set()
     if _DUE_RE.search(text):
         terms |= _DUE_TERMS
     if _CHANGE_RE.search(text):
         terms |= _CHANGE_TERMS
+    if _ALTERNATIVE_RE.search(text):
+        terms |= _ALTERNATIVE_TERMS
     return terms
+
+
+# An alternative says there is a default it differs from: "Reciprocal rank fusion is available as
+# an alternative" answers "how does it differ from the default?".
+_ALTERNATIVE_RE = re.compile(
+    r"\b(?:an?\s+alternative|alternatively|instead\s+of|rather\s+than|in\s+place\s+of)\b", re.I
+)
+_ALTERNATIVE_TERMS = frozenset(
+    stem(w)
+    for w in ["alternative", "default", "differ", "different", "difference", "compare", "instead", "option"]
+)
 
 
 # Words that say what kind of answer is wanted, not what it is about.

@@ -42,7 +42,6 @@ from rag.answering.spelling import (
     correct_query,
     find_name,
     pairs_of,
-    slip_of_common_word,
     unknown_words,
     vocabulary_of,
 )
@@ -62,11 +61,9 @@ from rag.search import (
 from rag.selectors import check_query_model
 from rag.words import (
     GENERIC_TERMS,
-    KIND_OF_ANSWER_TERMS,
     WORD_RE,
     asked_listing,
     content_terms,
-    implied_terms,
 )
 
 logger = logging.getLogger(__name__)
@@ -291,7 +288,7 @@ def _spell_names(run: AskRun) -> bool:
     return True
 
 
-def _people_words(run: AskRun) -> set[str]:
+def people_words(run: AskRun) -> set[str]:
     """The words (lower case) of the people the question names: a person's name is no typo."""
     return {w.lower() for chip in run.chips if chip.field == "people" for w in WORD_RE.findall(chip.phrase)}
 
@@ -300,7 +297,7 @@ def _correct_spelling(run: AskRun, search, applied: SearchFilters) -> bool:
     """A query word no visible document holds ("flashcrds") is replaced by the nearest word of
     the documents a first search finds (meaning still finds them when a word is misspelt), so
     the keyword search and the answer's quoting match it. True when the query changed."""
-    typos = run.unknown - _people_words(run)
+    typos = run.unknown - people_words(run)
     if not typos or run.corrections:
         return False
     hits = search(applied)
@@ -313,47 +310,6 @@ def _correct_spelling(run: AskRun, search, applied: SearchFilters) -> bool:
     run.searched_query = corrected[:MAX_QUERY_CHARS]
     run.corrected_query = correct_query(run.corrected_query or run.query, unknown=typos, **words)[0]
     return True
-
-
-_UNMENTIONED_SHARE = 0.25
-
-
-def unmentioned_note(run: AskRun, answer: str) -> str:
-    """The line an answer opens with when a word of the question is in no document the person
-    can see ("is logseq sync encrypted" over pages that never speak of encryption): the quotes
-    after it are the closest the sources come, not an answer to that word. Empty otherwise.
-
-    A word the answer or its sources' titles and agenda items say is mentioned ("Summarize the
-    discussion on detecting linguistic features" names an agenda item, not a sentence)."""
-    # A person's name, or a slip the search corrected, is held by the documents as they write it;
-    # a period ("in september") is their dates, which the chip shows, not their words.
-    known = (
-        _people_words(run)
-        | {w.lower() for typed in run.corrections for w in WORD_RE.findall(typed)}
-        | {w.lower() for chip in run.chips if chip.field == "date" for w in WORD_RE.findall(chip.phrase)}
-    )
-    said = " ".join([answer, *(f"{d.best.title} {d.agenda}" for d in run.docs)]).lower()
-    # The same word in another form ("complained" where the answer quotes "complaints"), or what a
-    # quote states without the word ("by Friday" is a deadline), is mentioned too.
-    said_terms = content_terms(said) | implied_terms(answer)
-    words = [
-        w
-        for w in dict.fromkeys(WORD_RE.findall(run.query))
-        if w.lower() in run.unknown
-        and w.lower() not in known
-        # "summarize", "discussion", "list", "made", "latest", "owns": the kind of answer, not its subject;
-        # "goes", "stop": the question's grammar; "wat": "what" typed a letter off
-        and not content_terms(w) <= KIND_OF_ANSWER_TERMS
-        and not slip_of_common_word(w)
-        and not re.search(rf"(?<!\w){re.escape(w.lower())}", said)
-        and not content_terms(w) <= said_terms
-    ]
-    # One such word in a long question is a detail the quotes may answer in other words; in a
-    # short one ("is logseq sync encrypted") it is the point of the question.
-    if not words or len(words) < _UNMENTIONED_SHARE * len(content_terms(run.query)):
-        return ""
-    named = " or ".join(f"“{w}”" for w in words)
-    return f"Nothing you can see mentions {named}; the closest your sources come:"
 
 
 def _mark_agenda(docs: list[SourceDoc], agenda: dict[DocKey, list[str]], closeness: dict[str, float]) -> None:

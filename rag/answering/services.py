@@ -29,7 +29,6 @@ from rag.answering.retrieval import (
     AskRun,
     retrieve,
     reuse,
-    unmentioned_note,
     widen,
 )
 from rag.answering.selectors import facet_values
@@ -37,6 +36,7 @@ from rag.answering.sources import (
     SourceDoc,
     renumber,
 )
+from rag.answering.unmentioned import unmentioned_note
 from rag.interactions import interaction_record
 from rag.llm import Completion, LLMError, UnknownModel, get_llm, model_info
 from rag.search import (

@@ -210,13 +210,41 @@ _LEANS_RE = re.compile(
     r"^[\"'(]?(?:It|Its|He|His|She|Her|They|Their|This|These|The latter"
     r"|At the same time|Meanwhile|In addition|Also,|However,|Instead,|Otherwise,|Likewise|Similarly)\b"
 )
+# An alternative that does not say to what ("X is available as an alternative.", "Y can be used
+# instead."): the sentence before it names what it replaces.
+_ALTERNATIVE_TO_BEFORE_RE = re.compile(
+    r"\b(?:an?\s+alternative|instead|alternatively)\b(?!\s+(?:to|of|for)\b)", re.I
+)
 
 
 def leans_on_before(text: str) -> bool:
-    """The sentence names its subject only by a pronoun ("It appoints the Commissioners…")."""
-    return bool(_LEANS_RE.match(text))
+    """The sentence names its subject only by a pronoun ("It appoints the Commissioners…"), or
+    offers an alternative without naming what to ("…is available as an alternative.")."""
+    return bool(_LEANS_RE.match(text) or _ALTERNATIVE_TO_BEFORE_RE.search(text))
 
 
 def norm(text: str) -> str:
     """Words only: "state [1]." and "state." compare equal."""
     return " ".join(re.findall(r"[a-z0-9]+", re.sub(r"\[\d+\]", " ", text.lower())))
+
+
+def of_the_names(question: str, candidates: list[Sentence]) -> list[Sentence]:
+    """The candidates but those that say the question's thing of another name: "The nightly Notion
+    sync hit rate limits" for "how often does the logseq sync run", where "Logseq" is a name too
+    (the sources write it with a capital). A sentence that also says the question's name stays."""
+    words = [w.lower() for w in re.findall(r"[\w-]+", question)]
+    written = " ".join(c.text for c in candidates)
+    names = {m.lower() for m in re.findall(r"(?<=\w )([A-Z][\w-]+)", written)}  # capitalised mid-sentence
+    pairs = [(a, b) for a, b in zip(words, words[1:], strict=False) if a in names and len(b) > 2 and b not in names]
+    out = []
+    for c in candidates:
+        lower = c.text.lower()
+        for name, head in pairs:
+            if re.search(rf"\b{re.escape(name)}\b", lower):
+                continue
+            before = re.findall(rf"(?<=\w )([A-Z][\w-]+) {re.escape(head)}s?\b", c.text, re.I)
+            if any(b[0].isupper() and b.lower() in names and b.lower() != name for b in before):
+                break
+        else:
+            out.append(c)
+    return out

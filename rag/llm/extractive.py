@@ -20,6 +20,7 @@ from rag.llm.candidates import (
     centrality,
     dot,
     embedded_text,
+    of_the_names,
     query_vector,
     score_overlap,
     sentence_vectors,
@@ -252,12 +253,13 @@ class ExtractiveLLM:
         # "What did Sam say about Notion?" is answered by Sam's lines on it, however well a
         # handbook page on Notion ranks: that page is no one's words.
         said = lines_said_by(asked, q_terms, candidates)
-        listed = listing_of(question, q_terms) if whole else None  # every decision (task) asked for
+        listed = listing_of(question, q_terms) if whole else asked_listing(question)  # every decision (task)
         about = _quotable_sources(question, sources, candidates, q_terms, whole=whole and not said, spoken=not prose)
         kept = said or spoken_lines(question, candidates) or stating(candidates, listed, about, q_terms)
         if counting:  # the quotes are examples of what the metadata counted
             kept = examples_of(counted_target(stated, STATED_COUNT), kept or candidates) or kept
         pool, pool_vecs = _only(kept, candidates, vecs)
+        pool, pool_vecs = _only(of_the_names(question, pool), pool, pool_vecs)  # not "the Notion sync"
         leads = self._leads(pool, q_terms, question, prose=prose) if not narrowed else None
         # A list of decisions (tasks), some of them dated (meetings), is read newest first.
         dated = bool(

@@ -1,0 +1,94 @@
+"""The note an offline answer opens with when the question asks about something no document the
+person can see mentions: what follows is the closest the sources come, not an answer."""
+
+from __future__ import annotations
+
+import re
+
+from rag.answering.retrieval import AskRun, people_words
+from rag.answering.spelling import slip_of_common_word
+from rag.words import KIND_OF_ANSWER_TERMS, WORD_RE, content_terms, implied_terms
+
+_UNMENTIONED_SHARE = 0.25
+
+# A subject of two words opens with one of these ("the workers").
+_DETERMINERS = frozenset(
+    ["the", "a", "an", "this", "that", "these", "those", "our", "your", "my", "their", "its", "his", "her"]
+)
+# "does knowhub support google docs", "can it import confluence pages": a yes/no question whose
+# verb is the word no document says. The documents may well name what it is asked of (Google Docs
+# in a meeting), so the note names the claim, not the verb alone.
+_CLAIM_RE = re.compile(r"^\s*(does|do|did|can|could|will|would)\s+(.+?)[\s?.!]*$", re.I)
+
+
+def unmentioned_note(run: AskRun, answer: str) -> str:
+    """The line an answer opens with when a word of the question is in no document the person
+    can see ("is logseq sync encrypted" over pages that never speak of encryption): the quotes
+    after it are the closest the sources come, not an answer to that word. Empty otherwise.
+
+    A word the answer or its sources' titles and agenda items say is mentioned ("Summarize the
+    discussion on detecting linguistic features" names an agenda item, not a sentence)."""
+    # A person's name, or a slip the search corrected, is held by the documents as they write it;
+    # a period ("in september") is their dates, which the chip shows, not their words.
+    known = (
+        people_words(run)
+        | {w.lower() for typed in run.corrections for w in WORD_RE.findall(typed)}
+        | {w.lower() for chip in run.chips if chip.field == "date" for w in WORD_RE.findall(chip.phrase)}
+    )
+    said = " ".join([answer, *(f"{d.best.title} {d.agenda}" for d in run.docs)]).lower()
+    # The same word in another form ("complained" where the answer quotes "complaints"), or what a
+    # quote states without the word ("by Friday" is a deadline), is mentioned too.
+    said_terms = content_terms(said) | implied_terms(answer)
+    words = [
+        w
+        for w in dict.fromkeys(WORD_RE.findall(run.query))
+        if w.lower() in run.unknown
+        and w.lower() not in known
+        # "summarize", "discussion", "list", "made", "latest", "owns": the kind of answer, not its subject;
+        # "goes", "stop": the question's grammar; "wat": "what" typed a letter off
+        and not content_terms(w) <= KIND_OF_ANSWER_TERMS
+        and not slip_of_common_word(w)
+        and not re.search(rf"(?<!\w){re.escape(w.lower())}", said)
+        and not content_terms(w) <= said_terms
+    ]
+    # One such word in a long question is a detail the quotes may answer in other words; in a
+    # short one ("is logseq sync encrypted") it is the point of the question.
+    if not words or len(words) < _UNMENTIONED_SHARE * len(content_terms(run.query)):
+        return ""
+    if claim := _claim(run.query, words):
+        return f"Nothing you can see says {claim}; the closest your sources come:"
+    named = " or ".join(f"“{w}”" for w in words)
+    return f"Nothing you can see mentions {named}; the closest your sources come:"
+
+
+def _claim(question: str, unmentioned: list[str]) -> str:
+    """The claim a yes/no question asks about ("knowhub supports google docs" for "does knowhub
+    support google docs") when its verb is the only word no document says; "" otherwise (when
+    what it is asked of is missing too, the missing words are the news: "does it support pdf"
+    names “support” or “pdf”)."""
+    m = _CLAIM_RE.match(question)
+    if not m or len(unmentioned) != 1:
+        return ""
+    aux, words = m.group(1).lower(), m.group(2).split()
+    at = next((i for i, w in enumerate(words) if w.lower() == unmentioned[0].lower()), 0)
+    if not 0 < at < len(words) - 1:  # a subject before the verb, something after it
+        return ""
+    # The subject is one word ("knowhub", "it") or a determiner and a noun ("the workers"): in
+    # "can knowhub import confluence pages" the missing "confluence" is no verb.
+    if at > 2 or (at == 2 and words[0].lower() not in _DETERMINERS):
+        return ""
+    subject, verb, rest = " ".join(words[:at]), words[at], " ".join(words[at + 1 :])
+    if aux == "does":
+        verb = "has" if verb.lower() == "have" else _third_person(verb)
+    elif aux != "do":  # "can it import…", "did it support…": the auxiliary stays
+        verb = f"{aux} {verb}"
+    return f"{subject} {verb} {rest}"
+
+
+def _third_person(verb: str) -> str:
+    """The verb after "does": "support" → "supports", "fetch" → "fetches", "copy" → "copies"."""
+    if re.search(r"(?:s|sh|ch|x|z|o)$", verb):
+        return verb + "es"
+    if re.search(r"[^aeiou]y$", verb):
+        return verb[:-1] + "ies"
+    return verb + "s"
