@@ -90,5 +90,27 @@ def both_halves(
     theirs = [(int(r[1]), float(r[2])) for r in rows if r[0] == KEYWORD]
     merged = sorted([*mine, *theirs], key=lambda r: (-r[1], r[0]))[:n]
     if rest > 0 and not text_prune.complete(merged, n=n, rest=rest):
-        merged = backend.candidates(cursor, tq, where=where, params=params, n=n, plan="filter_first")
+        merged = _every_row_scored(cursor, backend, tq, where=where, params=params, n=n, conn=conn)
     return merged, vec_ids
+
+
+def _every_row_scored(
+    cursor, backend: text_search.PgTextsearch, tq: TextQuery, *, where: str, params: dict, n: int, conn
+) -> list[tuple[int, float]]:
+    """The keyword top-n with every query word (the pruned first pass could not show its page
+    complete), split between the connections like the first pass: the request's scores the
+    even ids, the side connection the odd ones. On the request's connection alone when the side
+    connection fails."""
+    run = {**params, "n": n}
+    future = side_search.submit(
+        backend.candidates_sql(cursor, where=where, params=params, plan="filter_first", parity=1), run, conn=conn,
+        rows=True,
+    )  # fmt: skip
+    cursor.execute(backend.candidates_sql(cursor, where=where, params=params, plan="filter_first", parity=0), run)
+    mine = [(int(i), float(score)) for i, score in cursor.fetchall()]
+    try:
+        theirs = [(int(i), float(score)) for i, score in future.result()]
+    except psycopg.Error as exc:
+        logger.warning("split keyword pass on a side connection failed (%s); running it on the main one", exc)
+        return backend.candidates(cursor, tq, where=where, params=params, n=n, plan="filter_first", prune=False)
+    return sorted([*mine, *theirs], key=lambda r: (-r[1], r[0]))[:n]

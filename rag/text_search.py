@@ -166,12 +166,15 @@ class PgTextsearch:
         return rows * FILTER_ROW_TO_WALK_ROW <= walked * max(1.0, total / WALK_COST_BASE_ROWS)
 
     def candidates(
-        self, cursor, tq: TextQuery, *, where: str, params: dict, n: int, plan: str | None = None
-    ) -> list[tuple[int, float]]:
+        self, cursor, tq: TextQuery, *, where: str, params: dict, n: int, plan: str | None = None,
+        prune: bool = True,
+    ) -> list[tuple[int, float]]:  # fmt: skip
+        """The keyword top-n (id, score). ``prune`` false: a pruned first pass is known not to
+        complete the page, every row is scored at once."""
         if plan is None:
             plan = "filter_first" if self.filter_first(cursor, where=where, params=params) else "index_order"
         sql = self.candidates_sql(cursor, where=where, params=params, plan=plan)
-        if plan == "filter_first":
+        if plan == "filter_first" and prune:
             # Score the rows holding a rarer query word first: the commonest words' rows rarely
             # reach the top-n, and when one could, every row is scored below (``rag.text_prune``).
             first, rest = text_prune.first_pass(params, settings.KNOWHUB_TEXT_PRUNE_FRACTION)

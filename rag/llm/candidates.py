@@ -229,9 +229,11 @@ def norm(text: str) -> str:
 
 
 def of_the_names(question: str, candidates: list[Sentence]) -> list[Sentence]:
-    """The candidates but those that say the question's thing of another name: "The nightly Notion
-    sync hit rate limits" for "how often does the logseq sync run", where "Logseq" is a name too
-    (the sources write it with a capital). A sentence that also says the question's name stays."""
+    """The candidates but the spoken lines that say the question's thing of another name: "The
+    nightly Notion sync hit rate limits" for "how often does the logseq sync run", where "Logseq"
+    is a name too (the sources write it with a capital). A line that also says the question's name
+    stays, and so does every written sentence: an article names its subject in many ways ("Union
+    law" for "EU law")."""
     words = [w.lower() for w in re.findall(r"[\w-]+", question)]
     written = " ".join(c.text for c in candidates)
     names = {m.lower() for m in re.findall(r"(?<=\w )([A-Z][\w-]+)", written)}  # capitalised mid-sentence
@@ -239,7 +241,7 @@ def of_the_names(question: str, candidates: list[Sentence]) -> list[Sentence]:
     out = []
     for c in candidates:
         lower = c.text.lower()
-        for name, head in pairs:
+        for name, head in pairs if c.speaker else ():
             if re.search(rf"\b{re.escape(name)}\b", lower):
                 continue
             before = re.findall(rf"(?<=\w )([A-Z][\w-]+) {re.escape(head)}s?\b", c.text, re.I)

@@ -101,3 +101,22 @@ def test_the_restricted_row_is_found_by_a_member_on_either_half(loaded, local_em
 def test_a_broad_filter_is_not_split(loaded, local_embedder, split_calls):
     chunk_search(query=QUERY, scope=Scope.everything(), filters=SearchFilters(domain="common"), embedder=local_embedder)
     assert not split_calls
+
+
+def test_the_pass_with_every_word_is_split_too(loaded, local_embedder, settings, monkeypatch):
+    # A page this small is never complete after the pruned first pass: the pass that scores every
+    # row runs on both connections again (the odd ids on the side), not on the request's alone.
+    settings.KNOWHUB_TEXT_PRUNE_FRACTION = 0.5
+    sides = []
+    real = side_search.submit
+
+    def counted(sql, params, **kwargs):
+        sides.append(sql)
+        return real(sql, params, **kwargs)
+
+    monkeypatch.setattr(side_search, "submit", counted)
+    scope = Scope(staff=False, project_ids=(), owner_hash=user_hash("someone"))
+    result = chunk_search(query=QUERY, scope=scope, filters=SearchFilters(domain="rare"), embedder=local_embedder)
+    assert len(sides) == 2, sides
+    assert "c.id %% 2 = 1" in sides[1] and "<=>" not in sides[1]  # the odd ids' keywords, no distances
+    assert any(h.txt_score > 0 for h in result.hits)

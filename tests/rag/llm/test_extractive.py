@@ -8,7 +8,7 @@ import re
 import pytest
 
 from rag.llm import Completion, get_chat_llm, get_llm
-from rag.llm.candidates import Sentence, leans_on_before, unsaid_sentences
+from rag.llm.candidates import Sentence, leans_on_before, of_the_names, unsaid_sentences
 from rag.llm.context import ContextSource, format_user_prompt, parse_user_prompt
 from rag.llm.extractive import ExtractiveLLM
 from rag.llm.sentences import split_sentences, split_turns
@@ -262,3 +262,26 @@ def test_labels_that_introduced_code_are_no_sentence_to_quote():
     ))  # fmt: skip
     texts = [c.text for c in unsaid_sentences([page], "")]
     assert texts == ["Each call to makeCounter creates a fresh count; the two counters never share it."], texts
+
+
+def test_an_alternative_that_says_not_to_what_goes_on_from_the_sentence_before():
+    assert leans_on_before("Reciprocal rank fusion is available as an alternative.")
+    assert leans_on_before("The old parser can be used instead.")
+    assert not leans_on_before("Reciprocal rank fusion is an alternative to the weighted sum.")
+    assert not leans_on_before("Use BM25 instead of the vector side.")
+
+
+def test_a_line_on_the_same_thing_of_another_name_is_no_answer():
+    weekly = ContextSource(n=1, title="Platform weekly", text=(
+        "Sam Okafor: The nightly Notion sync hit rate limits twice.\n"
+        "Maya Chen: Decision: move the Logseq sync to every fifteen minutes."
+    ))  # fmt: skip
+    page = ContextSource(n=2, title="Sync", text="The Notion sync and the Logseq sync share a queue.")
+    lines = unsaid_sentences([weekly, page], "")
+    kept = [c.text for c in of_the_names("how often does logseq sync run", lines)]
+    assert "The nightly Notion sync hit rate limits twice." not in kept
+    assert "Decision: move the Logseq sync to every fifteen minutes." in kept
+    # A written sentence stays (an article names its subject in many ways), as does a question
+    # that names no such pair.
+    assert "The Notion sync and the Logseq sync share a queue." in kept
+    assert len(of_the_names("how often does the sync run", lines)) == len(lines)
