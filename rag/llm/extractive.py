@@ -579,7 +579,7 @@ def _quotable_sources(
     if len(dated := dated_sources(question, sources)) == 1:
         return {dated[0].n}
     naming = naming_sources(question, sources) if spoken else None
-    subject = on_subject(candidates, q_terms) if whole else None
+    subject = on_subject(candidates, q_terms, question) if whole else None
     if naming is None or subject is None:
         return naming if subject is None else subject
     return (naming & subject) or subject

@@ -33,21 +33,32 @@ _DECISION_WORD_RE = re.compile(rf"{DECISION_RE.pattern}|\b(?:decide|agree)s?\b",
 _STEP_WORD_RE = re.compile(r"\b(?:steps?|action items?)\b", re.I)
 
 
-def on_subject(candidates: list[Sentence], q_terms: set[str]) -> set[int] | None:
+def on_subject(candidates: list[Sentence], q_terms: set[str], question: str = "") -> set[int] | None:
     """The sources (numbers) that name what a "what did we decide with X?" question is about; None
     when the question names nothing besides the kind of thing it asks for (every source is).
 
     Those naming the most of its subject: "what was decided at the acme kickoff" is the kickoff's
-    decisions, not the pilot review's, though both meetings name Acme."""
+    decisions, not the pilot review's, though both meetings name Acme. A name written with a sign
+    inside ("the 1:1"), which the word pattern splits, is matched in the titles as typed."""
     subject = q_terms - LIST_TERMS - GENERIC_TERMS - LIST_REQUEST_TERMS
-    if not subject:
+    signed = {t for t in _tokens(question) if _SIGNED_RE.search(t)}
+    if not subject and not signed:
         return None
     named = {
-        src.n: len(subject & content_terms(f"{src.title} {src.text}"))
+        src.n: len(signed & _tokens(src.title)) + len(subject & content_terms(f"{src.title} {src.text}"))
         for src in {c.source.n: c.source for c in candidates}.values()
     }
     most = max(named.values(), default=0)
     return {n for n, k in named.items() if k == most} if most else None
+
+
+# A word with a sign between its letters or digits ("1:1", "q3/q4"), which the word pattern splits.
+_SIGNED_RE = re.compile(r"\w[:/&]\w")
+
+
+def _tokens(text: str) -> set[str]:
+    """Whitespace-separated words, lower case, without the punctuation around them."""
+    return {t.strip(".,;!?\"'()[]").lower() for t in text.split()}
 
 
 def states(listed: Listing, text: str, transcript: str = "") -> bool:
