@@ -119,7 +119,8 @@ _CHANGE_TERMS = frozenset(
 def implied_terms(text: str) -> set[str]:
     """Content terms ``text`` states without saying them: the words for a price when it names a
     sum of money, "deadline" when it names the day something is due by, the words of a comparison
-    when it gives a change ("up from 365,000") or an alternative ("…instead of the default")."""
+    when it gives a change ("up from 365,000") or an alternative ("…instead of the default"), "ask"
+    when it speaks of questions."""
     terms = set(_PRICE_TERMS) if _MONEY_RE.search(text) else set()
     if _DUE_RE.search(text):
         terms |= _DUE_TERMS
@@ -127,6 +128,8 @@ def implied_terms(text: str) -> set[str]:
         terms |= _CHANGE_TERMS
     if _ALTERNATIVE_RE.search(text):
         terms |= _ALTERNATIVE_TERMS
+    if _QUESTIONS_RE.search(text):
+        terms |= _ASK_TERMS
     return terms
 
 
@@ -139,6 +142,12 @@ _ALTERNATIVE_TERMS = frozenset(
     stem(w)
     for w in ["alternative", "default", "differ", "different", "difference", "compare", "instead", "option"]
 )
+
+
+# Questions are what people ask: "most questions were about fund performance" answers "what did
+# they ask about?".
+_QUESTIONS_RE = re.compile(r"\bquestion(?:s|ed)?\b", re.I)
+_ASK_TERMS = frozenset([stem("ask")])
 
 
 # Words that say what kind of answer is wanted, not what it is about.
