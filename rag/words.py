@@ -27,7 +27,11 @@ anything something everything nothing anyone someone everyone"""
 # call", "dont"): still stop words, never a word the documents failed to mention.
 _UNAPOSTROPHED = """whats whos wheres whens hows whys thats theres heres im ive youre theyre
 dont doesnt didnt isnt arent wasnt werent cant couldnt wont wouldnt shouldnt hasnt havent hadnt"""
-STOPWORDS = frozenset(_STOP_TEXT.split()) | frozenset(_UNAPOSTROPHED.split())
+# And with it ("what's the p95", "who's maya"): the word pattern keeps the apostrophe inside a word.
+_APOSTROPHED = """what's who's where's when's how's why's that's there's here's i'm i've you're they're
+don't doesn't didn't isn't aren't wasn't weren't can't couldn't won't wouldn't shouldn't hasn't haven't
+hadn't it's let's"""
+STOPWORDS = frozenset(_STOP_TEXT.split()) | frozenset(_UNAPOSTROPHED.split()) | frozenset(_APOSTROPHED.split())
 # "Use" says what a question is about ("how do I use it?" after "how do I create a macro?" asks
 # for something else), so it is a content word; it is common enough never to be taken for a
 # misspelling of a document's word.

@@ -65,6 +65,17 @@ def test_what_someone_is_working_on_is_answered_by_their_own_lines():
     assert not asks_what_busy_with("what did maya say")
 
 
+def test_who_someone_is_is_answered_by_their_own_lines():
+    weekly = ContextSource(n=1, title="Platform weekly", text="")
+    decided = _line(weekly, 2, "Decision: move the Logseq sync to every fifteen minutes.", speaker="Maya Chen")
+    other = _line(weekly, 3, "Leo Martin asked for a monthly report of unanswered questions.", speaker="Sam Okafor")
+    for question in ("who is maya", "whos Maya?", "who's maya"):
+        assert asks_what_busy_with(question)
+        assert lines_said_by(question, asked_terms(question), [decided, other]) == [decided]
+    # A longer question names a subject beyond the person.
+    assert not asks_what_busy_with("who is maya's manager on the pilot")
+
+
 def test_an_overview_of_a_named_subject_takes_the_lines_of_each_source_on_it():
     kickoff = ContextSource(n=2, title="Acme Capital kickoff", text="", date="2026-08-01")
     review = ContextSource(n=1, title="Acme Capital pilot review", text="", date="2026-09-15")
