@@ -88,7 +88,7 @@ def both_halves(
         return backend.candidates(cursor, tq, where=where, params=params, n=n, plan="filter_first"), None
     vec_ids = [int(r[1]) for r in sorted((r for r in rows if r[0] == VECTOR), key=lambda r: r[2])]
     theirs = [(int(r[1]), float(r[2])) for r in rows if r[0] == KEYWORD]
-    merged = sorted([*mine, *theirs], key=lambda r: (-r[1], r[0]))[:n]
+    merged = _merged(mine, theirs, n)
     if rest > 0 and not text_prune.complete(merged, n=n, rest=rest):
         merged = _every_row_scored(cursor, backend, tq, where=where, params=params, n=n, conn=conn)
     return merged, vec_ids
@@ -113,4 +113,9 @@ def _every_row_scored(
     except psycopg.Error as exc:
         logger.warning("split keyword pass on a side connection failed (%s); running it on the main one", exc)
         return backend.candidates(cursor, tq, where=where, params=params, n=n, plan="filter_first", prune=False)
+    return _merged(mine, theirs, n)
+
+
+def _merged(mine: list[tuple[int, float]], theirs: list[tuple[int, float]], n: int) -> list[tuple[int, float]]:
+    """The two halves' keyword pages as one: best score first, ties by id, as one pass orders them."""
     return sorted([*mine, *theirs], key=lambda r: (-r[1], r[0]))[:n]

@@ -234,6 +234,8 @@ def of_the_names(question: str, candidates: list[Sentence]) -> list[Sentence]:
     is a name too (the sources write it with a capital). A line that also says the question's name
     stays, and so does every written sentence: an article names its subject in many ways ("Union
     law" for "EU law")."""
+    if not any(c.speaker for c in candidates):  # written sources only: nothing to drop
+        return candidates
     words = [w.lower() for w in re.findall(r"[\w-]+", question)]
     written = " ".join(c.text for c in candidates)
     names = {m.lower() for m in re.findall(r"(?<=\w )([A-Z][\w-]+)", written)}  # capitalised mid-sentence
