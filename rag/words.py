@@ -249,7 +249,12 @@ RECENCY_TERMS = frozenset(content_terms("latest status news progress"))
 _ASKS_MORE_RE = re.compile(
     r"\b(?:tell me more|more (?:about|on|details?)|go on|continue|what else|anything else|keep going|"
     r"expand on|elaborate|(?:any|some) more|say more|and then|(?:give|show) me (?:an?|some|another) examples?)\b"
-    r"|^\s*(?:why|how so|really|such as|for example|(?:an?|any|another)?\s*examples?|like what)\s*\??\s*$",
+    r"|^\s*(?:why|how so|really|such as|for example|for instance|(?:an?|any|another)?\s*examples?|like what)\s*\??\s*$"
+    # "can you give an example", "is there an example of that": no subject of their own, the
+    # conversation's ("give an example of a closure" names one, and is a question of its own).
+    r"|\b(?:(?:give|show|got|have)(?:\s+(?:me|us))?|(?:is|are)\s+there)\s+(?:an?|any|some|another|more|other)\s+"
+    r"examples?(?:\s+(?:of|for)\s+(?:it|that|this|them|those))?(?:\s+please)?\s*[?.!]*\s*$"
+    r"|^\s*(?:an?\s+)?examples?(?:\s+(?:of|for)\s+(?:it|that|this|them|those))?(?:\s+please)?\s*[?.!]*\s*$",
     re.I,
 )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rag.llm.base import LLMError
 
@@ -45,7 +45,7 @@ MAX_CARRIED_TERMS = 8
 @dataclass
 class Rewrite:
     searched_query: str
-    kind: str  # standalone | carried | new_subject | period | other_one | person | llm
+    kind: str  # standalone | carried | bare | new_subject | period | other_one | person | llm
     subject: str = ""
 
 
@@ -79,11 +79,23 @@ _EXISTENTIAL_THERE_RE = re.compile(
 )
 
 
+# "how often?", "when exactly", "how much": a question word and what kind of answer it wants,
+# nothing it is about.
+_BARE_QUESTION_RE = re.compile(
+    r"^\s*(?:(?:and|so|but|ok(?:ay)?)[\s,]+)?(?:who|what|when|where|which|how(?:\s+(?:often|much|many|long|far|soon))?)"
+    r"(?:\s+(?:exactly|then|now|again))?\s*[?.!]*\s*$",
+    re.I,
+)
+
+
 def points_back(question: str) -> bool:
     """Whether ``question`` leans on the conversation: a pronoun that is not part of a time
-    ("this year") or of "is there", and little of its own to search for."""
+    ("this year") or of "is there", and little of its own to search for; or a bare question
+    ("how often?") that names nothing at all."""
     from rag.words import GENERIC_TERMS, content_terms
 
+    if _BARE_QUESTION_RE.match(question):
+        return True
     bare = _EXISTENTIAL_THERE_RE.sub(" ", _TIME_POINTER_RE.sub(" ", question))
     if not _POINTER_RE.search(bare):
         return False
@@ -199,6 +211,7 @@ def offline_rewrite(
       that person (``person``).
     - "and the weights?", "what about the text part": a part of the earlier subject, searched
       with it (``carried``).
+    - "how often?", "when exactly": a bare question, asked of the earlier subject (``bare``).
     - "tell me more about X" with a subject X: X is a new query (the earlier sources are not
       reused: they were retrieved for something else).
     - A question that points back ("who raised them?", "when was that?") and says little of its
@@ -218,6 +231,10 @@ def offline_rewrite(
     if previous and aspect_of(question):
         # Searched as a pointing follow-up: the earlier subject, the part named.
         return _carried(question, previous[-1])
+    if previous and _BARE_QUESTION_RE.match(question):
+        # "how often?" asks its question of the earlier subject: searched, and answered, with it.
+        carried = _carried(question, previous[-1])
+        return replace(carried, kind="bare") if carried.kind == "carried" else carried
     subject = more_about(question)
     if subject:
         return Rewrite(

@@ -296,7 +296,7 @@ def _rewrite(run: AskRun, llm, conversation: conv.Conversation) -> None:
     run.searched_query = rewrite.searched_query[:MAX_QUERY_CHARS]
     run.rewrite = rewrite.kind
     run.subject = rewrite.subject
-    if rewrite.kind in ("carried", "llm"):
+    if rewrite.kind in ("carried", "bare", "llm"):
         run.previous_cited = list(conversation.last.cited)
 
 

@@ -116,9 +116,10 @@ def dated_sources(question: str, sources: list) -> list:
     return out[:5]
 
 
-# "When did we decide to add recency?": a recorded act, dated by the meeting that records it.
+# "When did we decide to add recency?": a recorded act, dated by the meeting that records it; "when?"
+# after "who decided to move the sync" is searched as "when (decided move sync)".
 _WHEN_ACT_RE = re.compile(
-    r"^\s*(?:and\s+)?when\s+(?:did|was|were|had)\b.*\b(?:decid|agree|said|say|discuss|talk|mention|ask|rais|"
+    r"^\s*(?:and\s+)?when\s+(?:(?:did|was|were|had)\b|\()(?:.*\b)?(?:decid|agree|said|say|discuss|talk|mention|ask|rais|"
     r"complain|promis|propos|suggest|plan)\w*",
     re.I,
 )

@@ -155,14 +155,14 @@ def names_speaker(question: str, speaker: str) -> bool:
 def _speaking_subjects(question: str) -> frozenset[str]:
     """The words standing where a person does before what they said or decided ("sam" in "what
     did sam say"), lower case, no pronoun or title. Cached: asked once per candidate line."""
-    found = {(m[1] or m[2] or m[3] or m[4]).lower() for m in _SPEAKING_SUBJECT_RE.finditer(question)}
+    found = {next(filter(None, m.groups())).lower() for m in _SPEAKING_SUBJECT_RE.finditer(question)}
     return frozenset(found - STOPWORDS - _TITLE_WORDS)
 
 
 def asks_what_busy_with(question: str) -> bool:
-    """"What is maya working on", "what has sam been doing", "who is maya": every line of theirs
+    """"What is maya working on", "what does sam work on", "who is maya": every line of theirs
     answers it, and ``ACTIVITY_TERMS`` are no subject a line must hold."""
-    return any(m[3] or m[4] for m in _SPEAKING_SUBJECT_RE.finditer(question))
+    return any(m[3] or m[4] or m[5] for m in _SPEAKING_SUBJECT_RE.finditer(question))
 
 
 def _named_as_subject(speaker: str, subjects: frozenset[str]) -> bool:
@@ -348,7 +348,9 @@ _SPEAKING_SUBJECT_RE = re.compile(
     rf"|\b([a-z][\w'’-]*)\s+(?:{_SPEECH_VERBS_DONE})\b"
     rf"|\b(?:is|was|are|were|has|have|had)\s+([a-z][\w'’-]*)\s+(?:been\s+)?(?:{_ACTIVITY})\b"
     # "who is maya", "whos sam": a person of the meetings is what they say there.
-    r"|^\s*who(?:'s|’s|s|\s+is|\s+was)\s+([a-z][\w'’-]*)\s*[?.!]*\s*$",
+    r"|^\s*who(?:'s|’s|s|\s+is|\s+was)\s+([a-z][\w'’-]*)\s*[?.!]*\s*$"
+    # "what does maya work on", "what did sam focus on".
+    r"|\b(?:does|do|did)\s+([a-z][\w'’-]*)\s+(?:work|focus)\s+on\b",
     re.I,
 )
 

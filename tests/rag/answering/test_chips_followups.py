@@ -104,6 +104,29 @@ def test_tell_me_more_about_a_new_thing_is_a_new_query():
     )
 
 
+def test_a_bare_question_is_asked_of_the_earlier_subject():
+    previous = ["how do i sync my logseq graph"]
+    for question in ("how often", "how often?", "when exactly", "and how much?", "who"):
+        rewrite = offline_rewrite(question=question, previous=previous)
+        assert rewrite.kind == "bare" and rewrite.searched_query.endswith("(sync logseq graph)"), (question, rewrite)
+    # With nothing before it, or with a subject of its own, it stands alone.
+    assert offline_rewrite(question="how often", previous=[]).kind == "standalone"
+    assert offline_rewrite(question="how often does the notion sync run", previous=previous).kind == "standalone"
+
+
+def test_an_example_asked_for_without_a_subject_is_of_the_last_answer():
+    last = Exchange(interaction_id=1, query="what is a closure", topic="what is a closure",
+                    answer="A closure is a function together with the variables of its scope [1].",
+                    retrieved=[{"chunk_uid": "x"}], cited=["x"], request_filters={}, strategy=NEW_QUERY)  # fmt: skip
+    conversation = Conversation(id="c", exchanges=[last])
+    for question in ("can you give an example", "is there an example", "do you have an example of that?",
+                     "show an example", "example please", "for instance?"):  # fmt: skip
+        assert choose_strategy(question=question, conversation=conversation, request_filters={}) == REUSE, question
+    # An example of something named is a question of its own.
+    for question in ("can you give an example of promise chaining", "what is an example of a microtask"):
+        assert choose_strategy(question=question, conversation=conversation, request_filters={}) == NEW_QUERY, question
+
+
 def test_summarize_that_rewords_the_last_answer_and_summarize_something_else_searches_it():
     last = Exchange(interaction_id=1, query="summarize the acme review", topic="summarize the acme review",
                     answer="Sam Okafor: “Analysts used the pilot 340 times.” [1]", retrieved=[{"chunk_uid": "x"}],

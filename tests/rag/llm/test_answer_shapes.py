@@ -55,7 +55,7 @@ def test_what_someone_is_working_on_is_answered_by_their_own_lines():
     mine = _line(weekly, 0, "p95 search latency is 24 ms at 100k chunks.", speaker="Maya Chen")
     decided = _line(weekly, 2, "Decision: move the Logseq sync to every fifteen minutes.", speaker="Maya Chen")
     other = _line(weekly, 1, "The nightly Notion sync hit rate limits twice.", speaker="Sam Okafor")
-    for question in ("what is maya working on", "what has Maya been doing"):
+    for question in ("what is maya working on", "what has Maya been doing", "what does maya work on"):
         assert asks_what_busy_with(question)
         terms = asked_terms(question) - {"work"}
         assert lines_said_by(question, terms, [mine, other, decided]) == [mine, decided]
@@ -63,6 +63,7 @@ def test_what_someone_is_working_on_is_answered_by_their_own_lines():
     assert not asks_what_busy_with("what is the worker doing")
     assert lines_said_by("what is the worker doing", asked_terms("what is the worker doing"), [mine, other]) == []
     assert not asks_what_busy_with("what did maya say")
+    assert not asks_what_busy_with("does knowhub work with notion")
 
 
 def test_who_someone_is_is_answered_by_their_own_lines():
