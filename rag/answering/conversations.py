@@ -123,6 +123,10 @@ def choose_strategy(*, question: str, conversation: Conversation, request_filter
         return NEW_QUERY
     if asks_for_more(question):
         return REUSE
+    from rag.answering.followups import asks_which_were_counted
+
+    if asks_which_were_counted(question, last.topic or last.query):
+        return NEW_QUERY  # the counting question asked again: it lists what it counts
     # A short question that only points back ("when was that?") stays on the same sources.
 
     new_terms = content_terms(question) - content_terms(f"{last.topic} {last.query} {last.answer}")

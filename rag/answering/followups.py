@@ -45,7 +45,7 @@ MAX_CARRIED_TERMS = 8
 @dataclass
 class Rewrite:
     searched_query: str
-    kind: str  # standalone | carried | bare | new_subject | period | other_one | person | llm
+    kind: str  # standalone | carried | bare | recount | new_subject | period | other_one | person | llm
     subject: str = ""
 
 
@@ -101,6 +101,23 @@ def points_back(question: str) -> bool:
         return False
     own = content_terms(_POINTER_RE.sub(" ", bare)) - GENERIC_TERMS - {"tell", "know", "more"}
     return len(own) <= MAX_OWN_TERMS
+
+
+# "which ones?", "what were they", "list them": the entries a counting question counted.
+_WHICH_ONES_RE = re.compile(
+    r"^\s*(?:(?:and|so|ok(?:ay)?)[\s,]+)?(?:which(?:\s+ones?)?|(?:which|what)\s+(?:are|were)\s+(?:they|those|these)"
+    r"|(?:list|name|show)(?:\s+me)?\s+(?:them|those|these)(?:\s+all)?)\s*[?.!]*\s*$",
+    re.I,
+)
+
+
+def asks_which_were_counted(question: str, previous: str) -> bool:
+    """"which ones?" after "how many meetings did we have with acme": the counting question again,
+    whose answer names every entry it counted (an answer from the last one's sources would quote
+    one of them)."""
+    from rag.answering.analysis import asks_to_count
+
+    return bool(previous and _WHICH_ONES_RE.match(question) and asks_to_count(previous))
 
 
 def period_follow_up(question: str, previous: str, *, today) -> str:
@@ -204,6 +221,7 @@ def offline_rewrite(
 ) -> Rewrite:  # fmt: skip
     """The searched query for ``question`` given the earlier questions (oldest first).
 
+    - "which ones?" after "how many meetings…": the counting question again (``recount``).
     - "and last month?": the previous question for that period (``period``).
     - "and the notion one?": the previous question for another name of the same kind (``other_one``),
       among ``known`` (the names of each kind the person can see).
@@ -222,6 +240,8 @@ def offline_rewrite(
     """
     import datetime as dt
 
+    if previous and asks_which_were_counted(question, previous[-1]):
+        return Rewrite(searched_query=previous[-1], kind="recount", subject=previous[-1])
     if previous and (again := period_follow_up(question, previous[-1], today=today or dt.date.today())):
         return Rewrite(searched_query=again, kind="period", subject=previous[-1])
     if previous and (again := other_one(question, previous[-1], known or [])):

@@ -72,7 +72,7 @@ def ask_messages(run: AskRun, llm, conversation: conv.Conversation) -> list[dict
     stated += [f"{key}: {value}" for key, value in run.request.as_dict().items()]
     # A follow-up rewritten as a whole question is answered as that question ("and sam?" is "what
     # does Sam work on?", "how often?" is how often the earlier subject happens).
-    rewritten = run.rewrite in ("period", "other_one", "person", "bare")
+    rewritten = run.rewrite in ("period", "other_one", "person", "bare", "recount")
     question = run.searched_query if rewritten else (run.corrected_query or run.query)
     if run.count:
         # A counting question's sources are the counted entries: quote them as exemplars.

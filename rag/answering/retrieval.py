@@ -173,8 +173,9 @@ def retrieve(run: AskRun, llm) -> None:
         run.unknown = unknown_words(set(WORD_RE.findall(run.searched_query)), scope=run.scope)
         run.analysis = analyse_query(
             # "and in july?" is the earlier question for another period, "and the notion one?" for
-            # another name: its filters are those of the question searched.
-            run.searched_query if run.rewrite in ("period", "other_one", "person") else run.query,
+            # another name, "which ones?" the counting question again: its filters are those of the
+            # question searched.
+            run.searched_query if run.rewrite in ("period", "other_one", "person", "recount") else run.query,
             today=run.today,
             facets=facets,
             llm=llm if llm.generative else None,

@@ -114,6 +114,20 @@ def test_a_bare_question_is_asked_of_the_earlier_subject():
     assert offline_rewrite(question="how often does the notion sync run", previous=previous).kind == "standalone"
 
 
+def test_which_ones_after_a_count_asks_the_counting_question_again():
+    counted = "how many meetings did we have with acme"
+    for question in ("which ones", "which ones?", "what were they", "and which", "list them"):
+        rewrite = offline_rewrite(question=question, previous=[counted])
+        assert (rewrite.kind, rewrite.searched_query) == ("recount", counted), question
+    last = Exchange(interaction_id=1, query=counted, topic=counted,
+                    answer="**2** entries are tagged **acme**, according to the metadata [1] [2].",
+                    retrieved=[{"chunk_uid": "x"}], cited=["x"], request_filters={}, strategy=NEW_QUERY)  # fmt: skip
+    conversation = Conversation(id="c", exchanges=[last])
+    assert choose_strategy(question="what are they", conversation=conversation, request_filters={}) == NEW_QUERY
+    # After a question that counted nothing, "which ones" is no recount.
+    assert offline_rewrite(question="which ones", previous=["what did we decide with acme"]).kind != "recount"
+
+
 def test_an_example_asked_for_without_a_subject_is_of_the_last_answer():
     last = Exchange(interaction_id=1, query="what is a closure", topic="what is a closure",
                     answer="A closure is a function together with the variables of its scope [1].",
