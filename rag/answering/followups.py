@@ -174,6 +174,24 @@ def other_one(question: str, previous: str, known: list[list[str]]) -> str:
     return ""
 
 
+# "what about a tweet?" after "how do i embed a youtube video": the earlier question for another
+# thing of the kind it asked about with "a" ("how do i embed a tweet?").
+_ANOTHER_THING_RE = re.compile(
+    r"^\s*(?:and|but|so|what about|how about)\s+(?P<what>(?:a|an)\s+[\w'’.-]+(?:\s+[\w'’.-]+){0,2}?)\s*[?.!]*\s*$",
+    re.I,
+)
+# The thing a question ends on, named with "a" or "an" ("…embed a youtube video?").
+_LAST_THING_RE = re.compile(r"\b(?:a|an)\s+(?:(?!(?:a|an)\b)[\w'’.-]+\s*){1,3}[?.!]*\s*$", re.I)
+
+
+def another_thing(question: str, previous: str) -> str:
+    """"what about a tweet?" after "how do i embed a youtube video": the earlier question with the
+    new thing in place of the one it ended on; empty unless both name one with "a" or "an"."""
+    m = _ANOTHER_THING_RE.match(question)
+    last = _LAST_THING_RE.search(previous) if m and previous else None
+    return f"{previous[: last.start()]}{m['what']}?" if last else ""
+
+
 # "and the weights?", "what about the text part": a part of what the previous question asked about,
 # named with "the" as something the conversation already holds (a name of its own is ``other_one``).
 _ASPECT_RE = re.compile(
@@ -224,7 +242,8 @@ def offline_rewrite(
     - "which ones?" after "how many meetings…": the counting question again (``recount``).
     - "and last month?": the previous question for that period (``period``).
     - "and the notion one?": the previous question for another name of the same kind (``other_one``),
-      among ``known`` (the names of each kind the person can see).
+      among ``known`` (the names of each kind the person can see); "what about a tweet?" after "how
+      do i embed a youtube video", for another thing it named with "a" (``other_one`` too).
     - "what did he say" after a question naming one person (of ``people``): the question about
       that person (``person``).
     - "and the weights?", "what about the text part": a part of the earlier subject, searched
@@ -244,7 +263,7 @@ def offline_rewrite(
         return Rewrite(searched_query=previous[-1], kind="recount", subject=previous[-1])
     if previous and (again := period_follow_up(question, previous[-1], today=today or dt.date.today())):
         return Rewrite(searched_query=again, kind="period", subject=previous[-1])
-    if previous and (again := other_one(question, previous[-1], known or [])):
+    if previous and (again := other_one(question, previous[-1], known or []) or another_thing(question, previous[-1])):
         return Rewrite(searched_query=again, kind="other_one", subject=previous[-1])
     if previous and people and (again := person_follow_up(question, previous[-1], people)):
         return Rewrite(searched_query=again, kind="person", subject=previous[-1])

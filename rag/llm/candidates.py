@@ -92,6 +92,9 @@ def embedded_text(c: Sentence) -> str:
 
 # Nothing but labels, each closed by its colon ("File main.js:", "Example:").
 _LABELS_ONLY_RE = re.compile(r"(?:[^\s:!?][^:!?]{0,58}:\s*)+")
+# Nothing but a web address (a page's screenshot or animation on a line of its own): it says
+# nothing to quote.
+_ADDRESS_ONLY_RE = re.compile(r"\s*<?https?://\S+?>?\s*")
 
 
 def unsaid_sentences(sources: list[ContextSource], already_said: str, *, keep_said: bool = False) -> list[Sentence]:
@@ -110,7 +113,7 @@ def unsaid_sentences(sources: list[ContextSource], already_said: str, *, keep_sa
         for pos, (speaker, text) in enumerate(turns):
             before = turns[pos - 1][1] if pos and not spoken else ""
             key = norm(text)
-            if key in seen or _LABELS_ONLY_RE.fullmatch(text):
+            if key in seen or _LABELS_ONLY_RE.fullmatch(text) or _ADDRESS_ONLY_RE.fullmatch(text):
                 # Overlapping chunks repeat sentences; "File counter.js: File main.js:" only
                 # introduced code blocks that are not quoted, and says nothing without them.
                 continue

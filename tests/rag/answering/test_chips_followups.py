@@ -114,6 +114,18 @@ def test_a_bare_question_is_asked_of_the_earlier_subject():
     assert offline_rewrite(question="how often does the notion sync run", previous=previous).kind == "standalone"
 
 
+def test_another_thing_of_the_kind_asks_the_earlier_question_of_it():
+    for question, previous, again in (
+        ("what about a tweet", "how do i embed a youtube video", "how do i embed a tweet?"),
+        ("and a promise?", "what is a closure", "what is a promise?"),
+    ):
+        rewrite = offline_rewrite(question=question, previous=[previous])
+        assert (rewrite.kind, rewrite.searched_query) == ("other_one", again), question
+    # Without "a" on both sides it is no such question: a name, or a plural the earlier one lacks.
+    assert offline_rewrite(question="what about acme", previous=["what is a closure"]).kind == "new_subject"
+    assert offline_rewrite(question="what about a tweet", previous=["how do i embed videos"]).kind != "other_one"
+
+
 def test_which_ones_after_a_count_asks_the_counting_question_again():
     counted = "how many meetings did we have with acme"
     for question in ("which ones", "which ones?", "what were they", "and which", "list them"):

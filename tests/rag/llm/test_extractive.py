@@ -264,6 +264,17 @@ def test_labels_that_introduced_code_are_no_sentence_to_quote():
     assert texts == ["Each call to makeCounter creates a fresh count; the two counters never share it."], texts
 
 
+def test_a_web_address_alone_on_its_line_is_no_sentence_to_quote():
+    page = ContextSource(n=1, title="Changelog", text=(
+        "Youtube timestamp support\n"
+        "https://user-images.githubusercontent.com/9002575/133096658-67e3d6da.gif\n"
+        "Embed a youtube video using /Embed Youtube Video, then see https://docs.logseq.com/ for more."
+    ))  # fmt: skip
+    texts = [c.text for c in unsaid_sentences([page], "")]
+    assert not any(t.startswith("https://") for t in texts), texts
+    assert "Embed a youtube video using /Embed Youtube Video, then see https://docs.logseq.com/ for more." in texts
+
+
 def test_an_alternative_that_says_not_to_what_goes_on_from_the_sentence_before():
     assert leans_on_before("Reciprocal rank fusion is available as an alternative.")
     assert leans_on_before("The old parser can be used instead.")
