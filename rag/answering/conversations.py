@@ -115,7 +115,7 @@ def choose_strategy(*, question: str, conversation: Conversation, request_filter
         # platform weekly" names something else to summarize, which needs its own search.
         named = content_terms(question) - _TRANSFORM_TERMS - content_terms(f"{last.topic} {last.query} {last.answer}")
         return NEW_QUERY if named and not _ANAPHORA_RE.search(question) else NO_RAG
-    from rag.answering.followups import more_about
+    from rag.answering.followups import asks_which_were_counted, more_about
 
     subject = more_about(question)
     if subject and content_terms(subject) - content_terms(f"{last.topic} {last.query}"):
@@ -123,8 +123,6 @@ def choose_strategy(*, question: str, conversation: Conversation, request_filter
         return NEW_QUERY
     if asks_for_more(question):
         return REUSE
-    from rag.answering.followups import asks_which_were_counted
-
     if asks_which_were_counted(question, last.topic or last.query):
         return NEW_QUERY  # the counting question asked again: it lists what it counts
     # A short question that only points back ("when was that?") stays on the same sources.

@@ -90,12 +90,9 @@ _BARE_QUESTION_RE = re.compile(
 
 def points_back(question: str) -> bool:
     """Whether ``question`` leans on the conversation: a pronoun that is not part of a time
-    ("this year") or of "is there", and little of its own to search for; or a bare question
-    ("how often?") that names nothing at all."""
+    ("this year") or of "is there", and little of its own to search for."""
     from rag.words import GENERIC_TERMS, content_terms
 
-    if _BARE_QUESTION_RE.match(question):
-        return True
     bare = _EXISTENTIAL_THERE_RE.sub(" ", _TIME_POINTER_RE.sub(" ", question))
     if not _POINTER_RE.search(bare):
         return False
