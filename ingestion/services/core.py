@@ -56,7 +56,7 @@ TYPE_HELP = {
 NOTION_COLLECTION = "notion"
 # Version of how this module shapes sources (and how rag.chunking cuts them): bump to make every
 # folder sync redo every file.
-SHAPE_VERSION = "2"
+SHAPE_VERSION = "3"
 _FLUSH_SECONDS = 1.0
 _UPSERT_BATCH_DOCS = 32
 

@@ -375,6 +375,7 @@ def _page_document(graph: _Graph, page: _Page, *, collection: str, project: str 
     page_meta, page_concepts = markdown.note_metadata(page.props)
     date = page.date or markup.parse_date(page.props.get("date", ""))
     url = f"logseq://graph/{quote(graph.name)}?page={quote(page.title)}"
+    searched_title = markdown.title_with_aliases(page.title, page.props)
     seen: dict[str, int] = {}
     units: list[Unit] = []
     for piece in _pieces(r, page.roots, []):
@@ -407,7 +408,7 @@ def _page_document(graph: _Graph, page: _Page, *, collection: str, project: str 
             meta["block_ids"] = block_ids
         units.append(
             Unit(
-                unit_anchor=anchor, content=piece.text, title=page.title,
+                unit_anchor=anchor, content=piece.text, title=searched_title,
                 breadcrumb=" > ".join(c for c in crumbs if c), url=url,
                 domain=str(page_meta.get("domain", ""))[:100], concepts=concepts,
                 code_languages=markup.code_languages(piece.text),

@@ -16,12 +16,13 @@ from urllib.parse import unquote
 from ingestion.sources import markup
 from rag.units import SourceDocument, Unit
 
+_WORD_RE = re.compile(r"\w+")
 JOURNAL_RE = re.compile(r"^(\d{4})[_-](\d{2})[_-](\d{2})$")
 # Logseq bookkeeping properties that say nothing about the content.
 HIDDEN_PROPS = {"id", "collapsed", "heading", "created-at", "updated-at", "background-color",
                 "background-image", "logseq.order-list-type", "query-table", "query-properties",
                 "query-sort-by", "query-sort-desc", "filters", "public", "exclude-from-graph-view"}  # fmt: skip
-LIST_PROPS = {"tags", "alias"}
+LIST_PROPS = {"tags", "alias", "aliases"}
 
 
 def markdown_document(rel: str, text: str, *, collection: str, project: str | None,
@@ -44,6 +45,7 @@ def markdown_document(rel: str, text: str, *, collection: str, project: str | No
     first_h1 = next((s.heading for s in sections if s.level == 1), "")
     title = clean_value(props.get("title", "")) or first_h1 or title_from_name(stem)
     meta, page_concepts = note_metadata(props)
+    searched_title = title_with_aliases(title, props)
     date = markup.parse_date(props.get("date", ""))
     if date is None and JOURNAL_RE.match(stem):
         date = dt.date(*(int(g) for g in JOURNAL_RE.match(stem).groups()))
@@ -63,7 +65,7 @@ def markdown_document(rel: str, text: str, *, collection: str, project: str | No
         concepts = list(dict.fromkeys([*page_concepts, *rendered.concepts]))
         units.append(
             Unit(
-                unit_anchor=anchor, content=rendered.text.strip(), title=title,
+                unit_anchor=anchor, content=rendered.text.strip(), title=searched_title,
                 breadcrumb=" > ".join([title, *path]), domain=str(meta.get("domain", ""))[:100],
                 concepts=concepts, code_languages=markup.code_languages(rendered.text),
                 has_image=markup.has_image(rendered.text), date=date,
@@ -94,6 +96,23 @@ def note_metadata(props: dict[str, str]) -> tuple[dict, list[str]]:
             if concept and concept not in concepts:
                 concepts.append(concept)
     return meta, concepts
+
+
+def title_with_aliases(title: str, props: dict[str, str]) -> str:
+    """``title`` with the other names the note answers to: ``Tasks (also: Todos)``.
+
+    A chunk's title is the text search weighs most and the line its embedding starts with, so a
+    note is found by its alias the way Logseq and Obsidian find it. An alias whose words the title
+    already holds adds nothing and is left out.
+    """
+    words = set(_WORD_RE.findall(title.lower()))
+    extra = []
+    for key in ("alias", "aliases"):
+        for name in markup.link_values(props.get(key, "")):
+            name = clean_value(name)
+            if name and not set(_WORD_RE.findall(name.lower())) <= words and name not in extra:
+                extra.append(name)
+    return f"{title} (also: {', '.join(extra)})" if extra else title
 
 
 def title_from_name(stem: str) -> str:

@@ -85,7 +85,7 @@ def test_page_title_namespaces_and_properties(tmp_path):
     doc = results["pages/Caelum Fenovar.md"].document
     assert doc.collection == "dnd" and doc.project == "p1"
     for unit in doc.units:
-        assert unit.title == "Caelum Fenovar"
+        assert unit.title == "Caelum Fenovar (also: Captain Caelum)"
         assert unit.metadata["tags"] == ["Seekers", "npc"] or unit.metadata["tags"] == ["npc", "Seekers"]
         assert unit.metadata["alias"] == ["Captain Caelum"]
         assert unit.domain == "campaign"
@@ -238,7 +238,7 @@ def test_real_logseq_docs_graph():
     assert rows >= len(units)
     by_path = {r.path: r for r in results}
     embed = by_path["pages/page_embed.md"].document
-    assert embed.units[0].title == "Page embed"
+    assert embed.units[0].title == "Page embed (also: term/embedded page)"
     assert "embed" in embed.units[0].metadata["tags"]
     # Re-parsing gives the same anchors and fingerprints (a sync with no edits changes nothing).
     again = {r.path: r for r in parse_graph(root)}

@@ -86,6 +86,24 @@ def test_dry_run_writes_nothing(tmp_path, hashing_embedder):
     assert [getattr(run, n) for n in counts] == [getattr(real, n) for n in counts]
 
 
+def test_a_page_is_found_by_its_alias(tmp_path, local_embedder):
+    # A page named only "Chores" but aliased "Todos" (Logseq) and a note aliased in front matter
+    # (Obsidian's list): a search for the other name finds each first; a redundant alias is not repeated.
+    write_graph(tmp_path, {
+        "pages/Chores.md": "alias:: Todos, chores\n\n- Mark a block with LATER, then DONE when finished.\n",
+        "pages/Weather.md": "- Rain is likely on Tuesday and Thursday afternoons.\n",
+        "pages/Mountains.md": "---\naliases: [Peaks]\n---\n\n# Mountains\n\nAlpine routes open in June.\n",
+    })  # fmt: skip
+    run = services.sync_markdown(path=tmp_path, collection="notes", embedder=local_embedder)
+    assert run.failed == 0
+    chores = live_chunks(source_id="pages/Chores.md").get()
+    assert chores.title == "Chores (also: Todos)" and chores.metadata["alias"] == ["Todos", "chores"]
+    assert live_chunks(source_id="pages/Mountains.md").get().title == "Mountains (also: Peaks)"
+    for query in ("todos", "how do i add a todo"):
+        assert search_ids(query, embedder=local_embedder)[0] == "pages/Chores.md", query
+    assert search_ids("peaks", embedder=local_embedder)[0] == "pages/Mountains.md"
+
+
 def test_plain_markdown_folder_and_command_json(tmp_path, capsys):
     write_graph(tmp_path, {"guide.md": "# Scope\n\nLet and const are block scoped; var is function scoped.\n",
                            "sub/notes.md": "# Hoisting\n\nFunction declarations are hoisted "
