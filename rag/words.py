@@ -120,11 +120,18 @@ _CHANGE_TERMS = frozenset(
 )  # fmt: skip
 
 
+# A decision or a task taken on is what was done about a problem: "Decision: add recency as a
+# ranking feature" answers "did we fix it?" after the complaint it answers.
+_REMEDY_TERMS = frozenset(
+    stem(w) for w in ["fix", "fixed", "solve", "address", "resolve", "tackle", "handle", "remedy"]
+)
+
+
 def implied_terms(text: str) -> set[str]:
     """Content terms ``text`` states without saying them: the words for a price when it names a
     sum of money, "deadline" when it names the day something is due by, the words of a comparison
     when it gives a change ("up from 365,000") or an alternative ("…instead of the default"), "ask"
-    when it speaks of questions."""
+    when it speaks of questions, "fix" when it states a decision or a task taken on."""
     terms = set(_PRICE_TERMS) if _MONEY_RE.search(text) else set()
     if _DUE_RE.search(text):
         terms |= _DUE_TERMS
@@ -134,6 +141,8 @@ def implied_terms(text: str) -> set[str]:
         terms |= _ALTERNATIVE_TERMS
     if _QUESTIONS_RE.search(text):
         terms |= _ASK_TERMS
+    if STATES_DECISION_RE.search(text) or STATES_ACTION_RE.search(text):
+        terms |= _REMEDY_TERMS
     return terms
 
 
@@ -230,14 +239,15 @@ LIST_REQUEST_TERMS = frozenset(stem(w) for w in ["list", "made", "taken", "reach
 
 # Everyday verbs, in all their forms, that carry a question's grammar rather than its subject:
 # "what happens if redis goes down", "why did Leo want to stop doing releases". A document need
-# not use them to answer.
+# not use them to answer, nor a follow-up carry them.
 EVERYDAY_VERB_TERMS = frozenset(
     content_terms(
         "go goes going went gone come comes coming came get gets getting got gotten make makes making made "
         "take takes taking took taken give gives giving gave given put puts putting keep keeps keeping kept "
         "let lets letting want wants wanting wanted need needs needing needed stop stops stopping stopped "
         "start starts starting started try tries trying tried do does doing did done see sees seeing saw seen "
-        "know knows knowing knew known tell tells telling told seem seems seemed become becomes became"
+        "know knows knowing knew known tell tells telling told seem seems seemed become becomes became "
+        "happen happens happening happened"
     )
 )
 # "What's the latest on the pilot", "the status of the proposal": how recent an answer is wanted,
@@ -274,6 +284,16 @@ KIND_OF_ANSWER_TERMS = (
 _NO_SUBJECT = DECISION_TERMS | GENERIC_TERMS | PERIOD_TERMS | LIST_REQUEST_TERMS | ACTION_TERMS
 
 
+_HOW_TO_RE = re.compile(
+    r"^\s*(?:(?:and|so|but|then)\s+)?(?:how (?:do|can|should|could|would|to) (?:i|we|you|one)\b|how to\b)", re.I
+)
+
+
+def asks_how_to(question: str) -> bool:
+    """A "how do I create a macro?" question: the answer is a procedure, read from its first step."""
+    return bool(_HOW_TO_RE.match(question))
+
+
 @dataclass(frozen=True)
 class Listing:
     """A kind of line that a question naming no subject asks for every one of: how such a line
@@ -291,6 +311,8 @@ ACTIONS = Listing(STATES_ACTION_RE, "action item todo next step decision decided
 def listing_of(question: str, q_terms: set[str]) -> Listing | None:
     """What a question asks every one of, with a subject or not ("what did we decide with acme",
     "next steps for acme"): the decisions, the tasks, or None for other questions."""
+    if asks_how_to(question):  # "how do i make a todo" asks for the steps, not for the tasks written
+        return None
     if q_terms & DECISION_TERMS:
         return DECISIONS
     return ACTIONS if ASKS_ACTIONS_RE.search(question) else None
@@ -313,12 +335,17 @@ def asks_for_decisions(question: str) -> bool:
 
 def joined_as_written(question: str, texts: list[str]) -> str:
     """``question`` with two adjacent words written as the one word ``texts`` hyphenate ("who is
-    on call" → "who is on-call", "real time" → "real-time"): a compound means something its second
-    half alone does not ("on call" is not the call of a call stack). Unchanged when no text writes
-    the pair as one word."""
+    on call" → "who is on-call", "real time" → "real-time", and "oncall" typed closed up): a
+    compound means something its second half alone does not ("on call" is not the call of a call
+    stack). Unchanged when no text writes the pair as one word."""
     compounds = {w.lower() for text in texts for w in WORD_RE.findall(text or "") if w.count("-") == 1}
     if not compounds:
         return question
+    # The pair typed as one word ("oncall", "realtime") is the compound too.
+    closed = {c.replace("-", ""): c for c in compounds}
+    question = re.sub(
+        r"(?<![\w-])[^\W\d_]+(?![\w-])", lambda m: closed.get(m.group(0).lower(), m.group(0)), question
+    )
     words = list(re.finditer(r"(?<![\w-])[^\W\d_]+(?![\w-])", question))
     out, last = [], 0
     for a, b in zip(words, words[1:], strict=False):

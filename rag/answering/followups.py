@@ -88,13 +88,18 @@ _BARE_QUESTION_RE = re.compile(
 )
 
 
+# "what should i do then?", "how do i fix it then": "then" closing a question is "in that case",
+# the case the conversation was about.
+_IN_THAT_CASE_RE = re.compile(r"\bthen\s*[?.!]*\s*$", re.I)
+
+
 def points_back(question: str) -> bool:
     """Whether ``question`` leans on the conversation: a pronoun that is not part of a time
-    ("this year") or of "is there", and little of its own to search for."""
+    ("this year") or of "is there", or a closing "then", and little of its own to search for."""
     from rag.words import GENERIC_TERMS, content_terms
 
     bare = _EXISTENTIAL_THERE_RE.sub(" ", _TIME_POINTER_RE.sub(" ", question))
-    if not _POINTER_RE.search(bare):
+    if not (_POINTER_RE.search(bare) or _IN_THAT_CASE_RE.search(bare)):
         return False
     own = content_terms(_POINTER_RE.sub(" ", bare)) - GENERIC_TERMS - {"tell", "know", "more"}
     return len(own) <= MAX_OWN_TERMS
@@ -285,8 +290,13 @@ def offline_rewrite(
 
 def _carried(question: str, previous: str) -> Rewrite:
     """``question`` searched with the previous question's content words it lacks (``carried``)."""
+    from rag.words import EVERYDAY_VERB_TERMS, content_terms
+
     asked = {w.lower() for w in _content_words(question)}
-    carried = [w for w in _content_words(previous) if w.lower() not in asked][:MAX_CARRIED_TERMS]
+    # "what should i do then" after "what happens if redis goes down" is about redis, not "happens".
+    carried = [
+        w for w in _content_words(previous) if w.lower() not in asked and not content_terms(w) <= EVERYDAY_VERB_TERMS
+    ][:MAX_CARRIED_TERMS]
     if not carried:
         return Rewrite(searched_query=question, kind="standalone")
     return Rewrite(

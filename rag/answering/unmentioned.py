@@ -48,7 +48,8 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
         # "goes", "stop": the question's grammar; "wat": "what" typed a letter off
         and not content_terms(w) <= KIND_OF_ANSWER_TERMS
         and not slip_of_common_word(w)
-        and not re.search(rf"(?<!\w){re.escape(w.lower())}", said)
+        # "oncall" where the sources write "on-call"
+        and not any(re.search(rf"(?<!\w){re.escape(w.lower())}", text) for text in (said, said.replace("-", "")))
         and not content_terms(w) <= said_terms
     ]
     # One such word in a long question is a detail the quotes may answer in other words; in a

@@ -7,15 +7,7 @@ from __future__ import annotations
 import re
 
 from rag.llm.candidates import Sentence, leans_on_before
-
-_HOW_TO_RE = re.compile(
-    r"^\s*(?:(?:and|so|but|then)\s+)?(?:how (?:do|can|should|could|would|to) (?:i|we|you|one)\b|how to\b)", re.I
-)
-
-
-def asks_how_to(question: str) -> bool:
-    """A "how do I create a macro?" question: the answer is a procedure, read from its first step."""
-    return bool(_HOW_TO_RE.match(question))
+from rag.words import asks_how_to
 
 
 def from_first_step(

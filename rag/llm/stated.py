@@ -31,17 +31,24 @@ def holding_own_words(question: str, stated: list[str] | None, candidates: list[
     """The candidates a follow-up on the conversation's subject may quote. Its sources were found
     for that subject (``STATED_CONVERSATION``); a word of the question's own ("and the weights?")
     asks about a part of it, so only the sources that say that word, or state it in other words,
-    answer it, and none when no source does (microtasks have no weights). All of them for any
-    other question, and for a follow-up with no word of its own ("who raised them?")."""
-    if not any(p.startswith(STATED_CONVERSATION) for p in stated or []):
+    answer it, and none when no source does (microtasks have no weights). A follow-up with no word
+    of its own ("who raised them?") may quote the sources that speak of the conversation's subject
+    (all of them when none does); any other question, every source."""
+    subject = next((p[len(STATED_CONVERSATION) :] for p in stated or [] if p.startswith(STATED_CONVERSATION)), None)
+    if subject is None:
         return candidates
     own = content_terms(question) - GENERIC_TERMS
-    if not own:
+    # With no word of its own ("what should i do then?" after "what happens if redis goes down"),
+    # the conversation's subject is what a source must speak of: a page that only came up for the
+    # follow-up's "then" (promises' then()) is about something else.
+    wanted = own or content_terms(subject) - GENERIC_TERMS
+    if not wanted:
         return candidates
     # A page's title and headings say what all its sentences are about ("Tuning HNSW in pgvector").
     holding = {
         c.source.n
         for c in candidates
-        if own & (content_terms(f"{c.source.title} {c.section} {c.text}") | implied_terms(c.text))
+        if wanted & (content_terms(f"{c.source.title} {c.section} {c.text}") | implied_terms(c.text))
     }
-    return [c for c in candidates if c.source.n in holding]
+    kept = [c for c in candidates if c.source.n in holding]
+    return kept if own else kept or candidates

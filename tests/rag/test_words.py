@@ -67,6 +67,8 @@ def test_two_words_the_documents_hyphenate_are_read_as_that_one_word():
     # Written apart in every document, the words stay apart; a word joins one compound at most.
     assert joined_as_written("what is the call stack", texts) == "what is the call stack"
     assert joined_as_written("a b c", ["a-b", "b-c"]) == "a-b c"
+    # Typed closed up, it is the compound too.
+    assert joined_as_written("what is the oncall engineer for", texts) == "what is the on-call engineer for"
 
 
 @pytest.mark.parametrize(
@@ -117,6 +119,8 @@ def test_a_sentence_states_a_decision_only_when_someone_decided(sentence, states
         ("what did i promise", ACTIONS),
         ("what did we promise northwind", None),  # a subject: the promises to Northwind
         ("what is a promise", None),  # the word, asked about as such
+        ("how do i make a todo", None),  # a procedure: how a task is written, not the tasks written
+        ("how can we decide", None),
     ],
 )
 def test_what_a_question_naming_no_subject_lists(question, listing):

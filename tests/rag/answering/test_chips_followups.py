@@ -165,6 +165,15 @@ def test_summarize_that_rewords_the_last_answer_and_summarize_something_else_sea
         assert choose_strategy(question=question, conversation=conversation, request_filters={}) == NEW_QUERY, question
 
 
+def test_a_closing_then_points_back_to_the_case_asked_about():
+    rewrite = offline_rewrite(question="what should i do then", previous=["what happens if redis goes down"])
+    # The subject is carried, not the question's everyday verbs ("happens", "goes").
+    assert (rewrite.kind, rewrite.searched_query) == ("carried", "what should i do then (redis)")
+    assert offline_rewrite(question="what do we do then?", previous=["what if the worker dies"]).kind == "carried"
+    # "then" inside a question of its own is no pointer.
+    assert offline_rewrite(question="what comes then after pending", previous=["a"]).kind == "standalone"
+
+
 def test_is_there_asks_whether_something_exists_and_points_back_to_nothing():
     previous = ["can it read scanned pdfs"]
     rewrite = offline_rewrite(question="is there an api for documents", previous=previous)

@@ -6,12 +6,11 @@ note's sentence sits under, steps quoted without their first one."""
 from __future__ import annotations
 
 from rag.llm.candidates import Sentence, embedded_text, score_overlap
-from rag.llm.completing import asks_how_to
 from rag.llm.context import ContextSource
 from rag.llm.counts import counted_target, counted_thing, counts_thing, examples_of, one_a_source
 from rag.llm.prose import only_points_elsewhere
 from rag.llm.sentences import split_sections, split_sentences
-from rag.words import COMMON_WORDS, content_terms, implied_terms
+from rag.words import COMMON_WORDS, asks_how_to, content_terms, implied_terms
 from tests.rag.llm.test_extractive import run
 
 OUTLINE = """- Creating a thing
@@ -44,6 +43,13 @@ def test_a_sum_of_money_states_a_price():
     assert {"cost", "price"} <= implied_terms("Open to contributors ($5 or $15 per month).")
     assert "cost" in implied_terms("a budget of 412,000 euros")
     assert not implied_terms("It ran 340 times in five weeks.")
+
+
+def test_a_decision_or_a_task_taken_on_states_a_fix():
+    assert {"fix", "address"} <= implied_terms("Decision: add recency as a ranking feature.")
+    assert "fix" in implied_terms("We agreed to run OCR on scanned memos.")
+    assert "fix" in implied_terms("I will hand the release checklist to Sam.")
+    assert "fix" not in implied_terms("Two complaints: old memos ranked above recent ones.")
 
 
 def test_a_day_something_is_due_by_states_a_deadline():

@@ -196,8 +196,11 @@ def test_a_follow_up_on_a_part_is_answered_by_the_sources_that_hold_it():
     # The source that says the question's own word, whole: its other sentences may answer too.
     assert holding_own_words("and the weights?", follow_up, pool) == [score, weights]
     assert holding_own_words("and the deadline?", follow_up, pool) == []
-    # No word of its own, or no conversation: every candidate.
+    # No word of its own: the sources on the conversation's subject, every candidate when none is.
     assert holding_own_words("who raised it?", follow_up, pool) == pool
+    assert holding_own_words("what should i do then", [f"{STATED_CONVERSATION}what should i do then (weights)"],
+                             pool) == [score, weights]  # fmt: skip
+    assert holding_own_words("what then", [f"{STATED_CONVERSATION}what then (redis)"], pool) == pool
     assert holding_own_words("and the weights?", [], pool) == pool
 
 
