@@ -93,6 +93,12 @@ _MONEY_RE = re.compile(
     r"[$€£¥]\s?\d|\d(?:[\d,.]*\d)?\s?(?:k|m|bn)?\s?(?:euros?|dollars?|pounds?|usd|eur|gbp|cents?)\b", re.I
 )
 _PRICE_TERMS = frozenset(stem(w) for w in ["cost", "price", "fee", "charge", "pay", "expensive", "cheap"])
+# A time something takes says how fast it is without the word: "p95 search latency is 24 ms"
+# answers "is search fast?".
+_DURATION_RE = re.compile(
+    r"\d(?:[\d,.]*\d)?\s?(?:ms|milliseconds?|µs|microseconds?|seconds?|secs?|minutes?|mins?|hours?)\b", re.I
+)
+_SPEED_TERMS = frozenset(stem(w) for w in ["fast", "faster", "slow", "slower", "quick", "quickly", "speed"])
 # A day something is due by says "deadline" without the word: "send a proposal … by Friday".
 _DAYS = (
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|today|"
@@ -129,12 +135,15 @@ _REMEDY_TERMS = frozenset(
 
 def implied_terms(text: str) -> set[str]:
     """Content terms ``text`` states without saying them: the words for a price when it names a
-    sum of money, "deadline" when it names the day something is due by, the words of a comparison
-    when it gives a change ("up from 365,000") or an alternative ("…instead of the default"), "ask"
-    when it speaks of questions, "fix" when it states a decision or a task taken on."""
+    sum of money, "fast" when it says how long something takes, "deadline" when it names the day
+    something is due by, the words of a comparison when it gives a change ("up from 365,000") or an
+    alternative ("…instead of the default"), "ask" when it speaks of questions, "fix" when it states
+    a decision or a task taken on."""
     terms = set(_PRICE_TERMS) if _MONEY_RE.search(text) else set()
     if _DUE_RE.search(text):
         terms |= _DUE_TERMS
+    if _DURATION_RE.search(text):
+        terms |= _SPEED_TERMS
     if _CHANGE_RE.search(text):
         terms |= _CHANGE_TERMS
     if _ALTERNATIVE_RE.search(text):

@@ -45,6 +45,12 @@ def test_a_sum_of_money_states_a_price():
     assert not implied_terms("It ran 340 times in five weeks.")
 
 
+def test_a_time_taken_states_how_fast():
+    assert {"fast", "slow", "speed"} <= implied_terms("p95 search latency is 24 ms at 100k chunks")
+    assert "fast" in implied_terms("The build took 9.5 minutes.")
+    assert "fast" not in implied_terms("It ran 340 times in five weeks.")
+
+
 def test_a_decision_or_a_task_taken_on_states_a_fix():
     assert {"fix", "address"} <= implied_terms("Decision: add recency as a ranking feature.")
     assert "fix" in implied_terms("We agreed to run OCR on scanned memos.")
