@@ -15,6 +15,7 @@ from urllib.parse import unquote
 
 from ingestion.sources import markup
 from rag.units import SourceDocument, Unit
+from rag.words import stem as word_stem
 
 _WORD_RE = re.compile(r"\w+")
 JOURNAL_RE = re.compile(r"^(\d{4})[_-](\d{2})[_-](\d{2})$")
@@ -103,16 +104,20 @@ def title_with_aliases(title: str, props: dict[str, str]) -> str:
 
     A chunk's title is the text search weighs most and the line its embedding starts with, so a
     note is found by its alias the way Logseq and Obsidian find it. An alias whose words the title
-    already holds adds nothing and is left out.
+    already holds, in any form ("Whiteboards" on "Whiteboard"), adds nothing and is left out.
     """
-    words = set(_WORD_RE.findall(title.lower()))
+    words = _stems(title)
     extra = []
     for key in ("alias", "aliases"):
         for name in markup.link_values(props.get(key, "")):
             name = clean_value(name)
-            if name and not set(_WORD_RE.findall(name.lower())) <= words and name not in extra:
+            if name and not _stems(name) <= words and name not in extra:
                 extra.append(name)
     return f"{title} (also: {', '.join(extra)})" if extra else title
+
+
+def _stems(text: str) -> set[str]:
+    return {word_stem(w) for w in _WORD_RE.findall(text.lower())}
 
 
 def title_from_name(stem: str) -> str:
