@@ -45,10 +45,15 @@ def holding_own_words(question: str, stated: list[str] | None, candidates: list[
     if not wanted:
         return candidates
     # A page's title and headings say what all its sentences are about ("Tuning HNSW in pgvector").
-    holding = {
-        c.source.n
-        for c in candidates
-        if wanted & (content_terms(f"{c.source.title} {c.section} {c.text}") | implied_terms(c.text))
-    }
+    said: dict[int, set[str]] = {}
+    for c in candidates:
+        said.setdefault(c.source.n, set()).update(
+            content_terms(f"{c.source.title} {c.section} {c.text}") | implied_terms(c.text)
+        )
+    holding = {n for n, terms in said.items() if wanted & terms}
+    # Of the sources saying the follow-up's own word, those on the conversation's subject: "did we
+    # fix it?" after Acme's complaints is answered by the Acme decision, not a changelog's "fix:".
+    if own and (rest := content_terms(subject) - own - GENERIC_TERMS):
+        holding = {n for n in holding if rest & said[n]} or holding
     kept = [c for c in candidates if c.source.n in holding]
     return kept if own else kept or candidates

@@ -202,6 +202,14 @@ def test_a_follow_up_on_a_part_is_answered_by_the_sources_that_hold_it():
                              pool) == [score, weights]  # fmt: skip
     assert holding_own_words("what then", [f"{STATED_CONVERSATION}what then (redis)"], pool) == pool
     assert holding_own_words("and the weights?", [], pool) == pool
+    # Of the sources saying the follow-up's own word (in other words too), those on the subject.
+    review = ContextSource(n=3, title="Acme Capital pilot review", text="")
+    changelog = ContextSource(n=4, title="Changelog", text="")
+    complaint = _line(review, 0, "Two complaints: old memos ranked above recent ones.")
+    decision = _line(review, 1, "Decision: add recency as a ranking feature.")
+    fix = _line(changelog, 0, "fix(mobile): incorrect theme color for the status bar")
+    stated = [f"{STATED_CONVERSATION}did we fix it (acmes complaints)"]
+    assert holding_own_words("did we fix it", stated, [complaint, decision, fix]) == [complaint, decision]
 
 
 def test_what_someone_is_busy_with_reads_their_latest_meetings_first():
