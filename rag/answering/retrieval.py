@@ -245,6 +245,11 @@ def retrieve(run: AskRun, llm) -> None:
         hits, budget=run.top_k, max_docs=settings.KNOWHUB_ASK_MAX_DOCS, per_doc=settings.KNOWHUB_ASK_CHUNKS_PER_DOC,
         question=run.searched_query, evidence=evidence, closeness=closeness, agenda=agenda,
     )  # fmt: skip
+    if run.previous_cited:
+        # "when is that happening?": the documents the turn it points back to quoted come first
+        # (the answer weighs its sources by their place), then the rest as ranked.
+        earlier_docs = {doc_key(h) for h in hits if h.chunk_uid in set(run.previous_cited)}
+        hits = sorted(hits, key=lambda h: doc_key(h) not in earlier_docs)
     for rank, h in enumerate(hits, start=1):
         h.rank = rank
     run.hits = hits
