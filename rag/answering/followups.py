@@ -93,6 +93,20 @@ _BARE_QUESTION_RE = re.compile(
 _IN_THAT_CASE_RE = re.compile(r"\bthen\s*[?.!]*\s*$", re.I)
 
 
+# "what formats?", "which port": a question word and one noun, the kind of thing wanted of the
+# earlier subject ("what formats" after "how do i export my graph").
+_ONE_THING_RE = re.compile(
+    r"^\s*(?:(?:and|so|but|ok(?:ay)?)[\s,]+)?(?:what|which)\s+(?P<noun>[^\W\d_]{3,})\s*[?.!]*\s*$", re.I
+)
+
+
+def _asks_one_thing(question: str) -> bool:
+    from rag.words import STOPWORDS
+
+    m = _ONE_THING_RE.match(question)
+    return bool(m) and m["noun"].lower() not in STOPWORDS | {"else", "now", "then", "exactly", "again", "ones"}
+
+
 def points_back(question: str) -> bool:
     """Whether ``question`` leans on the conversation: a pronoun that is not part of a time
     ("this year") or of "is there", or a closing "then", and little of its own to search for."""
@@ -250,7 +264,8 @@ def offline_rewrite(
       that person (``person``).
     - "and the weights?", "what about the text part": a part of the earlier subject, searched
       with it (``carried``).
-    - "how often?", "when exactly": a bare question, asked of the earlier subject (``bare``).
+    - "how often?", "when exactly", "what formats?": a bare question, asked of the earlier subject
+      (``bare``).
     - "tell me more about X" with a subject X: X is a new query (the earlier sources are not
       reused: they were retrieved for something else).
     - A question that points back ("who raised them?", "when was that?") and says little of its
@@ -272,8 +287,9 @@ def offline_rewrite(
     if previous and aspect_of(question):
         # Searched as a pointing follow-up: the earlier subject, the part named.
         return _carried(question, previous[-1])
-    if previous and _BARE_QUESTION_RE.match(question):
-        # "how often?" asks its question of the earlier subject: searched, and answered, with it.
+    if previous and (_BARE_QUESTION_RE.match(question) or _asks_one_thing(question)):
+        # "how often?", "what formats?" ask their question of the earlier subject: searched, and
+        # answered, with it.
         carried = _carried(question, previous[-1])
         return replace(carried, kind="bare") if carried.kind == "carried" else carried
     subject = more_about(question)

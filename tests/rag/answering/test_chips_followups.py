@@ -174,6 +174,15 @@ def test_a_closing_then_points_back_to_the_case_asked_about():
     assert offline_rewrite(question="what comes then after pending", previous=["a"]).kind == "standalone"
 
 
+def test_a_question_word_and_one_noun_asks_it_of_the_earlier_subject():
+    rewrite = offline_rewrite(question="what formats?", previous=["how do i export my graph"])
+    assert (rewrite.kind, rewrite.searched_query) == ("bare", "what formats? (export graph)")
+    assert offline_rewrite(question="which port", previous=["how do i run the server"]).kind == "bare"
+    # A first question, or one saying more, stands alone.
+    assert offline_rewrite(question="what formats", previous=[]).kind == "standalone"
+    assert offline_rewrite(question="what formats does export write", previous=["x y"]).kind == "standalone"
+
+
 def test_is_there_asks_whether_something_exists_and_points_back_to_nothing():
     previous = ["can it read scanned pdfs"]
     rewrite = offline_rewrite(question="is there an api for documents", previous=previous)
