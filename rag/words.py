@@ -273,7 +273,9 @@ _ASKS_MORE_RE = re.compile(
     # conversation's ("give an example of a closure" names one, and is a question of its own).
     r"|\b(?:(?:give|show|got|have)(?:\s+(?:me|us))?|(?:is|are)\s+there)\s+(?:an?|any|some|another|more|other)\s+"
     r"examples?(?:\s+(?:of|for)\s+(?:it|that|this|them|those))?(?:\s+please)?\s*[?.!]*\s*$"
-    r"|^\s*(?:an?\s+)?examples?(?:\s+(?:of|for)\s+(?:it|that|this|them|those))?(?:\s+please)?\s*[?.!]*\s*$",
+    r"|^\s*(?:an?\s+)?examples?(?:\s+(?:of|for)\s+(?:it|that|this|them|those))?(?:\s+please)?\s*[?.!]*\s*$"
+    # "can you show me one" after "what is a closure": an example of the thing just explained.
+    r"|\b(?:give|show)\s+(?:me|us)\s+(?:one|another(?:\s+one)?)(?:\s+please)?\s*[?.!]*\s*$",
     re.I,
 )
 

@@ -11,7 +11,9 @@ from rag.words import content_terms
 
 # "What does the code do" asks about code, not for it.
 _EXAMPLE_RE = re.compile(
-    r"\b(?:examples?|for instance|code (?:samples?|snippets?))\b|\bshow me (?:the |some |any )?code\b", re.I
+    r"\b(?:examples?|for instance|code (?:samples?|snippets?))\b|\bshow me (?:the |some |any )?code\b"
+    r"|\b(?:give|show)\s+(?:me|us)\s+(?:one|another(?:\s+one)?)(?:\s+please)?\s*[?.!]*\s*$",  # "show me one"
+    re.I,
 )
 # A fenced block on lines of its own: ```lang … ```.
 _FENCE_RE = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[ \t]*\n(.*?)\n[ \t]*```[ \t]*$", re.M | re.S)

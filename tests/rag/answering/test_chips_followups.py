@@ -146,10 +146,11 @@ def test_an_example_asked_for_without_a_subject_is_of_the_last_answer():
                     retrieved=[{"chunk_uid": "x"}], cited=["x"], request_filters={}, strategy=NEW_QUERY)  # fmt: skip
     conversation = Conversation(id="c", exchanges=[last])
     for question in ("can you give an example", "is there an example", "do you have an example of that?",
-                     "show an example", "example please", "for instance?"):  # fmt: skip
+                     "show an example", "example please", "for instance?", "can you show me one"):  # fmt: skip
         assert choose_strategy(question=question, conversation=conversation, request_filters={}) == REUSE, question
     # An example of something named is a question of its own.
-    for question in ("can you give an example of promise chaining", "what is an example of a microtask"):
+    for question in ("can you give an example of promise chaining", "what is an example of a microtask",
+                     "show me one of the acme meetings"):
         assert choose_strategy(question=question, conversation=conversation, request_filters={}) == NEW_QUERY, question
 
 

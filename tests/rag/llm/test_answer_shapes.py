@@ -170,6 +170,7 @@ def test_an_example_is_the_code_a_source_shows():
     other = ContextSource(n=2, title="Closures", text="```js\nfunction makeCounter() {}\n```")
     assert asks_example("give me an example") and asks_example("show me some code")
     assert not asks_example("what is a microtask") and not asks_example("what does the code in counter.js do")
+    assert asks_example("can you show me one") and not asks_example("show me one of the meetings with acme")
     terms = {"microtask"}
     # The block naming the subject, cited and fenced as the page writes it.
     assert code_example([page, other], terms) == (
