@@ -248,7 +248,8 @@ def retrieve(run: AskRun, llm) -> None:
     if run.previous_cited:
         # "when is that happening?": the documents the turn it points back to quoted come first
         # (the answer weighs its sources by their place), then the rest as ranked.
-        earlier_docs = {doc_key(h) for h in hits if h.chunk_uid in set(run.previous_cited)}
+        quoted = set(run.previous_cited)
+        earlier_docs = {doc_key(h) for h in hits if h.chunk_uid in quoted}
         hits = sorted(hits, key=lambda h: doc_key(h) not in earlier_docs)
     for rank, h in enumerate(hits, start=1):
         h.rank = rank
