@@ -263,6 +263,9 @@ EVERYDAY_VERB_TERMS = frozenset(
 # which the documents' dates say, not their words.
 RECENCY_TERMS = frozenset(content_terms("latest status news progress"))
 
+# "can you show me one" after "what is a closure": an example of the thing just explained (also an
+# example asked for, ``rag.llm.examples``).
+SHOW_ME_ONE = r"\b(?:give|show)\s+(?:me|us)\s+(?:one|another(?:\s+one)?)(?:\s+please)?\s*[?.!]*\s*$"
 # A follow-up asking for more than the conversation already said ("tell me more", "what else",
 # "go on", a bare "why?", "give me an example").
 _ASKS_MORE_RE = re.compile(
@@ -274,8 +277,7 @@ _ASKS_MORE_RE = re.compile(
     r"|\b(?:(?:give|show|got|have)(?:\s+(?:me|us))?|(?:is|are)\s+there)\s+(?:an?|any|some|another|more|other)\s+"
     r"examples?(?:\s+(?:of|for)\s+(?:it|that|this|them|those))?(?:\s+please)?\s*[?.!]*\s*$"
     r"|^\s*(?:an?\s+)?examples?(?:\s+(?:of|for)\s+(?:it|that|this|them|those))?(?:\s+please)?\s*[?.!]*\s*$"
-    # "can you show me one" after "what is a closure": an example of the thing just explained.
-    r"|\b(?:give|show)\s+(?:me|us)\s+(?:one|another(?:\s+one)?)(?:\s+please)?\s*[?.!]*\s*$",
+    rf"|{SHOW_ME_ONE}",
     re.I,
 )
 
@@ -344,6 +346,10 @@ def asks_for_decisions(question: str) -> bool:
     return asked_listing(question) is DECISIONS
 
 
+# A word of letters only, not part of a hyphenated one.
+_PLAIN_WORD_RE = re.compile(r"(?<![\w-])[^\W\d_]+(?![\w-])")
+
+
 def joined_as_written(question: str, texts: list[str]) -> str:
     """``question`` with two adjacent words written as the one word ``texts`` hyphenate ("who is
     on call" → "who is on-call", "real time" → "real-time", and "oncall" typed closed up): a
@@ -354,10 +360,8 @@ def joined_as_written(question: str, texts: list[str]) -> str:
         return question
     # The pair typed as one word ("oncall", "realtime") is the compound too.
     closed = {c.replace("-", ""): c for c in compounds}
-    question = re.sub(
-        r"(?<![\w-])[^\W\d_]+(?![\w-])", lambda m: closed.get(m.group(0).lower(), m.group(0)), question
-    )
-    words = list(re.finditer(r"(?<![\w-])[^\W\d_]+(?![\w-])", question))
+    question = _PLAIN_WORD_RE.sub(lambda m: closed.get(m.group(0).lower(), m.group(0)), question)
+    words = list(_PLAIN_WORD_RE.finditer(question))
     out, last = [], 0
     for a, b in zip(words, words[1:], strict=False):
         if (last and a.start() <= last) or question[a.end() : b.start()] != " ":

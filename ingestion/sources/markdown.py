@@ -15,9 +15,8 @@ from urllib.parse import unquote
 
 from ingestion.sources import markup
 from rag.units import SourceDocument, Unit
-from rag.words import stem as word_stem
+from rag.words import content_terms
 
-_WORD_RE = re.compile(r"\w+")
 JOURNAL_RE = re.compile(r"^(\d{4})[_-](\d{2})[_-](\d{2})$")
 # Logseq bookkeeping properties that say nothing about the content.
 HIDDEN_PROPS = {"id", "collapsed", "heading", "created-at", "updated-at", "background-color",
@@ -106,18 +105,14 @@ def title_with_aliases(title: str, props: dict[str, str]) -> str:
     note is found by its alias the way Logseq and Obsidian find it. An alias whose words the title
     already holds, in any form ("Whiteboards" on "Whiteboard"), adds nothing and is left out.
     """
-    words = _stems(title)
+    words = content_terms(title)
     extra = []
     for key in ("alias", "aliases"):
         for name in markup.link_values(props.get(key, "")):
             name = clean_value(name)
-            if name and not _stems(name) <= words and name not in extra:
+            if name and not content_terms(name) <= words and name not in extra:
                 extra.append(name)
     return f"{title} (also: {', '.join(extra)})" if extra else title
-
-
-def _stems(text: str) -> set[str]:
-    return {word_stem(w) for w in _WORD_RE.findall(text.lower())}
 
 
 def title_from_name(stem: str) -> str:

@@ -36,6 +36,7 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
         | {w.lower() for chip in run.chips if chip.field == "date" for w in WORD_RE.findall(chip.phrase)}
     )
     said = " ".join([answer, *(f"{d.best.title} {d.agenda}" for d in run.docs)]).lower()
+    said_closed = said.replace("-", "")  # "oncall" where the sources write "on-call"
     # The same word in another form ("complained" where the answer quotes "complaints"), or what a
     # quote states without the word ("by Friday" is a deadline), is mentioned too.
     said_terms = content_terms(said) | implied_terms(answer)
@@ -48,8 +49,7 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
         # "goes", "stop": the question's grammar; "wat": "what" typed a letter off
         and not content_terms(w) <= KIND_OF_ANSWER_TERMS
         and not slip_of_common_word(w)
-        # "oncall" where the sources write "on-call"
-        and not any(re.search(rf"(?<!\w){re.escape(w.lower())}", text) for text in (said, said.replace("-", "")))
+        and not any(re.search(rf"(?<!\w){re.escape(w.lower())}", text) for text in (said, said_closed))
         and not content_terms(w) <= said_terms
     ]
     # One such word in a long question is a detail the quotes may answer in other words; in a

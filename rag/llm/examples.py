@@ -7,12 +7,11 @@ from __future__ import annotations
 import re
 
 from rag.llm.context import ContextSource
-from rag.words import content_terms
+from rag.words import SHOW_ME_ONE, content_terms
 
 # "What does the code do" asks about code, not for it.
 _EXAMPLE_RE = re.compile(
-    r"\b(?:examples?|for instance|code (?:samples?|snippets?))\b|\bshow me (?:the |some |any )?code\b"
-    r"|\b(?:give|show)\s+(?:me|us)\s+(?:one|another(?:\s+one)?)(?:\s+please)?\s*[?.!]*\s*$",  # "show me one"
+    rf"\b(?:examples?|for instance|code (?:samples?|snippets?))\b|\bshow me (?:the |some |any )?code\b|{SHOW_ME_ONE}",
     re.I,
 )
 # A fenced block on lines of its own: ```lang … ```.

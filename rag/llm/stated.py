@@ -41,7 +41,8 @@ def holding_own_words(question: str, stated: list[str] | None, candidates: list[
     # With no word of its own ("what should i do then?" after "what happens if redis goes down"),
     # the conversation's subject is what a source must speak of: a page that only came up for the
     # follow-up's "then" (promises' then()) is about something else.
-    wanted = own or content_terms(subject) - GENERIC_TERMS
+    subject_terms = content_terms(subject) - GENERIC_TERMS
+    wanted = own or subject_terms
     if not wanted:
         return candidates
     # A page's title and headings say what all its sentences are about ("Tuning HNSW in pgvector").
@@ -53,7 +54,7 @@ def holding_own_words(question: str, stated: list[str] | None, candidates: list[
     holding = {n for n, terms in said.items() if wanted & terms}
     # Of the sources saying the follow-up's own word, those on the conversation's subject: "did we
     # fix it?" after Acme's complaints is answered by the Acme decision, not a changelog's "fix:".
-    if own and (rest := content_terms(subject) - own - GENERIC_TERMS):
+    if own and (rest := subject_terms - own):
         holding = {n for n in holding if rest & said[n]} or holding
     kept = [c for c in candidates if c.source.n in holding]
     return kept if own else kept or candidates
