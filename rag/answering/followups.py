@@ -81,8 +81,9 @@ _EXISTENTIAL_THERE_RE = re.compile(
 
 # "how often?", "when exactly", "how much": a question word and what kind of answer it wants,
 # nothing it is about.
+_LEAD = r"^\s*(?:(?:and|so|but|ok(?:ay)?)[\s,]+)?"  # "and how often?", "ok, which port"
 _BARE_QUESTION_RE = re.compile(
-    r"^\s*(?:(?:and|so|but|ok(?:ay)?)[\s,]+)?(?:who|what|when|where|which|how(?:\s+(?:often|much|many|long|far|soon))?)"
+    rf"{_LEAD}(?:who|what|when|where|which|how(?:\s+(?:often|much|many|long|far|soon))?)"
     r"(?:\s+(?:exactly|then|now|again))?\s*[?.!]*\s*$",
     re.I,
 )
@@ -95,14 +96,15 @@ _IN_THAT_CASE_RE = re.compile(r"\bthen\s*[?.!]*\s*$", re.I)
 
 # "what formats?", "which port": a question word and one noun, the kind of thing wanted of the
 # earlier subject ("what formats" after "how do i export my graph").
-_ONE_THING_RE = re.compile(
-    r"^\s*(?:(?:and|so|but|ok(?:ay)?)[\s,]+)?(?:what|which)\s+(?P<noun>[^\W\d_]{3,})\s*[?.!]*\s*$", re.I
-)
+_ONE_THING_RE = re.compile(rf"{_LEAD}(?:what|which)\s+(?P<noun>[^\W\d_]{{3,}})\s*[?.!]*\s*$", re.I)
 
 
-def _asks_one_thing(question: str) -> bool:
+def _asks_bare(question: str) -> bool:
+    """A question word alone ("how often?") or with one noun ("what formats?"): nothing it is about."""
     from rag.words import STOPWORDS
 
+    if _BARE_QUESTION_RE.match(question):
+        return True
     m = _ONE_THING_RE.match(question)
     return bool(m) and m["noun"].lower() not in STOPWORDS | {"else", "now", "then", "exactly", "again", "ones"}
 
@@ -287,7 +289,7 @@ def offline_rewrite(
     if previous and aspect_of(question):
         # Searched as a pointing follow-up: the earlier subject, the part named.
         return _carried(question, previous[-1])
-    if previous and (_BARE_QUESTION_RE.match(question) or _asks_one_thing(question)):
+    if previous and _asks_bare(question):
         # "how often?", "what formats?" ask their question of the earlier subject: searched, and
         # answered, with it.
         carried = _carried(question, previous[-1])
