@@ -180,6 +180,8 @@ GENERIC_TERMS = frozenset(
         "propose", "next", "action", "item", "summary", "summarize", "tldr", "recap", "gist", "outcome", "result",
         "think", "opinion", "view", "feel", "idea", "consider", "reason", "detail", "attend", "attendee",
         "participate", "participant", "feedback", "reaction", "impression", "raise", "bring", "brought",
+        # "what is the default X": the value X has unless set, which a source states without the word
+        "default",
     ]
 )  # fmt: skip
 

@@ -1,13 +1,15 @@
 """What a chosen quote needs beside it to be read on its own: a procedure's first step ("Open the
 config.edn file." ranks low, but the steps after it make no sense without it), the sentence
-before one that names its subject only as "it" or "he", the reason after a fact a "why" asks about."""
+before one that names its subject only as "it" or "he" (or the question's thing only as "these
+weights"), the reason after a fact a "why" asks about, the "To do this, …" after what a "how do
+I" is told to do, and the items a sentence announces ("There are two ways …")."""
 
 from __future__ import annotations
 
 import re
 
 from rag.llm.candidates import Sentence, leans_on_before
-from rag.words import asks_how_to
+from rag.words import asks_how_to, stem
 
 
 def from_first_step(
@@ -34,19 +36,38 @@ def from_first_step(
     return out
 
 
-def with_antecedents(chosen: list[Sentence], candidates: list[Sentence]) -> list[Sentence]:
+# "these weights", "those limits": the sentence names what the question asks about only as what
+# the sentences before it said.
+_REFERS_BACK_RE = re.compile(r"\b(?:these|those|such)\s+([a-z][\w-]*)", re.I)
+
+
+def refers_back(text: str, q_terms: set[str]) -> bool:
+    """The sentence names one of the question's words only by pointing back ("…can retune these
+    weights" for "what are the default weights"): the sentence before it says what they are."""
+    return any(stem(noun) in q_terms for noun in _REFERS_BACK_RE.findall(text))
+
+
+def with_antecedents(
+    chosen: list[Sentence], candidates: list[Sentence], q_terms: set[str] = frozenset()
+) -> list[Sentence]:
     """Each chosen sentence that names its subject only as "it" or "he" ("It appoints the
-    Commissioners…") preceded by the sentence before it, which names it: quoted alone, it says
-    who or what only to someone who has read the page."""
+    Commissioners…"), or the question's thing only as "these weights", preceded by the sentence
+    before it, which names it: quoted alone, it says who or what only to someone who has read the
+    page. A sentence before that leans on its own sentence before ("…is available as an
+    alternative.") brings that one too, one step further at most."""
     at = {(c.source.n, c.position): c for c in candidates}
     picked = {id(c) for c in chosen}
     out: list[Sentence] = []
     for c in chosen:
+        leads: list[Sentence] = []
         # Written sources only (``before`` is empty in transcripts).
-        lead = at.get((c.source.n, c.position - 1)) if c.before and leans_on_before(c.text) else None
-        if lead is not None and id(lead) not in picked:
-            out.append(lead)
+        leaning = c.before and (leans_on_before(c.text) or refers_back(c.text, q_terms))
+        lead = at.get((c.source.n, c.position - 1)) if leaning else None
+        while lead is not None and id(lead) not in picked and len(leads) < 2:
+            leads.insert(0, lead)
             picked.add(id(lead))
+            lead = at.get((lead.source.n, lead.position - 1)) if lead.before and leans_on_before(lead.text) else None
+        out.extend(leads)
         out.append(c)
     return out
 
@@ -88,6 +109,96 @@ def with_reason(
         out.remove(min(out[1:], key=lambda c: c.score))
     out.insert(out.index(lead) + 1, after)
     return out
+
+
+def _inserted(chosen: list[Sentence], lead: Sentence, after: list[Sentence], *, max_sentences: int) -> list[Sentence]:
+    """``chosen`` with ``after`` (those not in it yet) after ``lead`` in reading order, the weakest
+    other sentences making room when the answer is full."""
+    adding = [c for c in after if not any(c is x for x in chosen)]
+    keep = {id(lead), *(id(c) for c in after)}
+    out = list(chosen)
+    while len(out) + len(adding) > max_sentences and (spare := [c for c in out if id(c) not in keep]):
+        out.remove(min(spare, key=lambda c: c.score))
+    for sentence in sorted(adding, key=lambda c: c.position):
+        at = out.index(lead) + 1
+        while at < len(out) and out[at].source.n == lead.source.n and out[at].position < sentence.position:
+            at += 1
+        out.insert(at, sentence)
+    return out
+
+
+# "To do this, add the following in the first block…" after "…it's best to add a page alias": how
+# to do what the sentence before it recommends.
+_HOW_FOLLOWS_RE = re.compile(r"^\W*(?:to do (?:this|so|that|it)\b|here(?:'s| is) how\b)", re.I)
+
+
+def with_how_it_is_done(
+    question: str, chosen: list[Sentence], candidates: list[Sentence], *, max_sentences: int
+) -> list[Sentence]:
+    """A "how do I…?" answered by a written sentence that says what to do, followed within two
+    sentences by one that says how ("To do this, …"), quotes that one too: it holds the steps but
+    few of the question's words."""
+    if not chosen or not asks_how_to(question):
+        return chosen
+    for lead in chosen:
+        if lead.speaker:
+            continue
+        how = next(
+            (
+                c
+                for c in candidates
+                if c.source.n == lead.source.n
+                and lead.position < c.position <= lead.position + 2
+                and c.section == lead.section
+                and _HOW_FOLLOWS_RE.match(c.text)
+            ),
+            None,
+        )
+        if how is not None:
+            return _inserted(chosen, lead, [how], max_sentences=max_sentences)
+    return chosen
+
+
+# "There are two ways to bring Notion pages in." announces its items, which follow, each under its
+# label ("Pushed: …", "Pulled: …").
+_ANNOUNCES_RE = re.compile(
+    r"\b(?:there are|comes? in|has|have|offers?)\s+(two|three|four|[234])\s+(?:main\s+|different\s+)?"
+    r"(?:ways|kinds|types|options|modes|methods|forms|parts)\b",
+    re.I,
+)
+_LABELLED_RE = re.compile(r"^\W*[A-Z][\w /-]{0,40}?\**:\s+\S")
+_COUNT_WORDS = {"two": 2, "three": 3, "four": 4}
+
+
+def with_announced_items(chosen: list[Sentence], candidates: list[Sentence], *, max_sentences: int) -> list[Sentence]:
+    """A chosen written sentence that announces its items ("There are two ways to …") is followed
+    by all of them when the page gives them as labelled sentences right after it: one way of two
+    is half an answer. Unchanged when the page does not list them so."""
+    for lead in chosen:
+        found = None if lead.speaker else _ANNOUNCES_RE.search(lead.text)
+        if found is None:
+            continue
+        count = _COUNT_WORDS.get(found.group(1).lower()) or int(found.group(1))
+        following = sorted(
+            (c for c in candidates if c.source.n == lead.source.n and 0 < c.position - lead.position <= 2 * count + 2),
+            key=lambda c: c.position,
+        )
+        items = [c for c in following if _LABELLED_RE.match(c.text)][:count]
+        if len(items) == count and not all(any(c is x for x in chosen) for c in items):
+            return _inserted(chosen, lead, items, max_sentences=max_sentences)
+    return chosen
+
+
+def completed(
+    question: str, chosen: list[Sentence], candidates: list[Sentence], *, max_sentences: int
+) -> list[Sentence]:
+    """``chosen`` with what each kind of question needs beside its quotes: a procedure's first
+    step, the reason a "why" asks for, how to do what a "how do I" is told to do, every item a
+    sentence announces."""
+    chosen = from_first_step(question, chosen, candidates, max_sentences=max_sentences)
+    chosen = with_reason(question, chosen, candidates, max_sentences=max_sentences)
+    chosen = with_how_it_is_done(question, chosen, candidates, max_sentences=max_sentences)
+    return with_announced_items(chosen, candidates, max_sentences=max_sentences)
 
 
 _BARE_WHY_RE = re.compile(r"^\s*(?:(?:and|but|so)\s+)?(?:why|how come)\s*[?.!]*\s*$", re.I)

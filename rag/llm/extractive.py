@@ -26,7 +26,7 @@ from rag.llm.candidates import (
     sentence_vectors,
     unsaid_sentences,
 )
-from rag.llm.completing import from_first_step, no_reason_given, with_antecedents, with_reason
+from rag.llm.completing import completed, no_reason_given, with_antecedents
 from rag.llm.context import (
     STATED_COUNT,
     STATED_LISTED,
@@ -276,17 +276,16 @@ class ExtractiveLLM:
             chosen = latest_of_each(said, limit=self.max_sentences)  # her lines, her latest meetings first
         elif not counting and not said:  # an overview of a named subject, a summary of one source
             chosen = overview(question, chosen, pool, candidates, q_terms, limit=self.max_sentences)
-        # The steps start at the first one not quoted yet ("and how do i use it" after the steps
-        # that create it).
+        # What the quotes need beside them, from what the conversation has not quoted yet ("and
+        # how do i use it" after the steps that create it starts at the first step not quoted).
         unsaid = [c for c in candidates if not c.said]
-        chosen = from_first_step(question, chosen, unsaid, max_sentences=self.max_sentences)
-        chosen = with_reason(question, chosen, unsaid, max_sentences=self.max_sentences)
+        chosen = completed(question, chosen, unsaid, max_sentences=self.max_sentences)
         if counting:  # one example of each document counted (listed): the best of its lines
             telling = [c for c in pool if not c.speaker or says_something(c.text)]
             chosen = one_a_source(telling, limit=self.max_sentences)
         else:
             chosen = counts_first(counted_thing(question), chosen)
-        chosen = with_antecedents(chosen, candidates)
+        chosen = with_antecedents(chosen, candidates, q_terms)
         if prose and not narrowed and chosen and self._answers_otherwise(question, chosen):
             return [], best_similarity
         return chosen, best_similarity
@@ -568,7 +567,12 @@ def _asks_beyond(q_terms: set[str], line: Sentence) -> bool:
 
 
 def _quotable_sources(
-    question: str, sources: list[ContextSource], candidates: list[Sentence], q_terms: set[str], *, whole: bool,
+    question: str,
+    sources: list[ContextSource],
+    candidates: list[Sentence],
+    q_terms: set[str],
+    *,
+    whole: bool,
     spoken: bool = False,
 ) -> set[int] | None:
     """The sources the answer may quote (None: any): the one dated source a "when…?" names ("when

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from rag.llm.completing import with_reason
+from rag.llm.completing import with_announced_items, with_antecedents, with_how_it_is_done, with_reason
 from rag.llm.context import ContextSource
 from rag.llm.listing import asks_overview, says_kind, spread, wants_all
 from rag.llm.transcripts import asks_what_busy_with, lines_said_by
@@ -48,6 +48,51 @@ def test_why_is_answered_by_the_reason_after_the_fact():
     assert with_reason("why is the budget going up", [fact, because], pool, max_sentences=4) == [fact, because]
     # A full answer gives up its weakest other sentence for the reason.
     assert with_reason("why is the budget going up", [fact, plans], pool, max_sentences=2) == [fact, reason]
+
+
+def test_announced_items_are_quoted_all():
+    """ "There are two ways to bring Notion pages in." followed by "Pushed: …" and "Pulled: …":
+    one way of two is half an answer."""
+    page = ContextSource(n=1, title="Connecting Notion", text="")
+    ways = _line(page, 0, "There are two ways to bring Notion pages in.", 0.9)
+    pushed = _line(page, 1, "Pushed: an n8n workflow posts each changed page to /notion/ingest.", 0.6)
+    pulled = _line(page, 2, "Pulled: set NOTION_TOKEN and run manage.py notion_sync.", 0.3)
+    props = _line(page, 3, "Properties are sent as the Notion database names them.", 0.5)
+    pool = [ways, pushed, pulled, props]
+    assert with_announced_items([ways, pushed, props], pool, max_sentences=4) == [ways, pushed, pulled, props]
+    # A full answer gives up its weakest other sentence for the missing item.
+    assert with_announced_items([ways, pushed, props], pool, max_sentences=3) == [ways, pushed, pulled]
+    # Items the page does not give as labelled sentences, or an announcement of nothing: unchanged.
+    plain = _line(page, 2, "The other pulls pages with a token.", 0.3)
+    assert with_announced_items([ways, pushed], [ways, pushed, plain], max_sentences=4) == [ways, pushed]
+    many = _line(page, 0, "Notion has two databases we read from.", 0.9)
+    assert with_announced_items([many, pushed], [many, pushed, pulled], max_sentences=4) == [many, pushed]
+
+
+def test_how_to_is_answered_with_the_to_do_this_after_the_advice():
+    page = ContextSource(n=1, title="Aliases and external links", text="")
+    advice = _line(page, 0, "For aliases that you use often it's best to add a page alias.", 0.9)
+    example = _line(page, 1, "For example, you might want [[PKM]] to point to Personal Knowledge Management.", 0.4)
+    how = _line(page, 2, "To do this, add the following in the first block of the page: `alias:: PKM`", 0.3)
+    other = _line(page, 5, "An alias page reference jumps to the source page.", 0.5)
+    pool = [advice, example, how, other]
+    question = "how do i give a page an alias"
+    assert with_how_it_is_done(question, [advice, other], pool, max_sentences=4) == [advice, how, other]
+    assert with_how_it_is_done("what is an alias", [advice, other], pool, max_sentences=4) == [advice, other]
+
+
+def test_a_sentence_naming_the_asked_thing_as_these_brings_the_one_before():
+    """ "…can retune these weights" for "what are the default weights": the weights are the
+    sentence before's 0.7 and 0.3; and that one's own lead when it leans on it too."""
+    page = ContextSource(n=1, title="How knowhub search ranks results", text="")
+    score = _line(page, 0, "Each chunk gets 0.7 times its vector similarity plus 0.3 times its text score.")
+    rrf = _line(page, 1, "Reciprocal rank fusion is available as an alternative.")
+    rrf.before = score.text
+    retune = _line(page, 2, "Relevance judgments can retune these weights.")
+    retune.before = rrf.text
+    pool = [score, rrf, retune]
+    assert with_antecedents([retune], pool, asked_terms("default weights")) == [score, rrf, retune]
+    assert with_antecedents([retune], pool, asked_terms("who retunes the ranking")) == [retune]
 
 
 def test_what_someone_is_working_on_is_answered_by_their_own_lines():
