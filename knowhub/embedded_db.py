@@ -119,8 +119,10 @@ class ServerMoveNeeded(RuntimeError):
 
 
 def pgdata_dir(base_dir: Path) -> Path:
-    """The embedded server's data directory: ``KNOWHUB_PGDATA``, else ``var/pgdata``."""
-    return Path(os.environ.get("KNOWHUB_PGDATA", base_dir / "var" / "pgdata"))
+    """The embedded server's data directory: ``KNOWHUB_PGDATA``, else ``var/pgdata``. Set but empty
+    (``KNOWHUB_PGDATA= make demo``) is unset: as a path it would be the current directory, which
+    the server would take over as its data directory."""
+    return Path(os.environ.get("KNOWHUB_PGDATA") or base_dir / "var" / "pgdata")
 
 
 def _quiet_runtime_dir(base_dir: Path) -> None:

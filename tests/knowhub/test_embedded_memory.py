@@ -62,3 +62,11 @@ def test_a_new_server_starts_with_the_machines_settings(tmp_path, monkeypatch):
             assert conn.execute("SHOW jit").fetchone()[0] == "off"  # the fixed tuning too
     finally:
         embedded_db._stop_server(server)
+
+
+def test_an_empty_data_directory_setting_is_the_default_not_the_current_directory(monkeypatch, tmp_path):
+    # As a path, "" is ".": the server would initialise (and take ownership of) wherever it ran.
+    monkeypatch.setenv("KNOWHUB_PGDATA", "")
+    assert embedded_db.pgdata_dir(tmp_path) == tmp_path / "var" / "pgdata"
+    monkeypatch.setenv("KNOWHUB_PGDATA", str(tmp_path / "elsewhere"))
+    assert embedded_db.pgdata_dir(tmp_path) == tmp_path / "elsewhere"
