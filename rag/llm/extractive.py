@@ -567,14 +567,9 @@ def _asks_beyond(q_terms: set[str], line: Sentence) -> bool:
 
 
 def _quotable_sources(
-    question: str,
-    sources: list[ContextSource],
-    candidates: list[Sentence],
-    q_terms: set[str],
-    *,
-    whole: bool,
+    question: str, sources: list[ContextSource], candidates: list[Sentence], q_terms: set[str], *, whole: bool,
     spoken: bool = False,
-) -> set[int] | None:
+) -> set[int] | None:  # fmt: skip
     """The sources the answer may quote (None: any): the one dated source a "when…?" names ("when
     did we last meet acme?" is the lines of that meeting); else, among ``spoken`` sources (meetings
     beside any others), those that mention the names the question does, when some do; and of them
