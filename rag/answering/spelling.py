@@ -246,7 +246,27 @@ def _family_slip(word: str, by_family: dict[str, list[str]]) -> str | None:
         words for root, words in by_family.items()
         if root[:1] == low[:1] and abs(len(root) - len(low)) <= 2 and edit_distance(low, root, limit=2) <= limit
     ]  # fmt: skip
-    return min(near[0], key=lambda w: (len(w), w)) if len(near) == 1 else None
+    if len(near) != 1:
+        return None
+    return _plain_form(low, min(near[0], key=lambda w: (len(w), w)))
+
+
+_ENDINGS = ("ing", "ed", "es", "s")
+
+
+def _plain_form(typed: str, word: str) -> str:
+    """``word`` without its ending when that is nearer to what was typed: "conect" is a slip of
+    "connect", which the documents write only as "Connecting". The search stems both alike; the
+    question shown as searched reads as typed ("how do i connect notion")."""
+    for ending in _ENDINGS:
+        plain = word[: -len(ending)]
+        if (
+            word.endswith(ending)
+            and len(plain) >= 4
+            and edit_distance(typed, plain, limit=3) < edit_distance(typed, word, limit=3)
+        ):
+            return plain
+    return word
 
 
 def abbreviation(word: str, vocabulary: set[str]) -> str | None:

@@ -268,7 +268,11 @@ def test_a_word_the_documents_write_only_longer_is_that_word():
     assert correct_query("summarize the northwind intro", unknown={"intro"}, vocabulary=vocabulary)[0] == (
         "summarize the northwind introduction"
     )
-    # A slip of a word written only in longer forms: the shortest of its family.
+    # A slip of a word written only in longer forms: the shortest of its family, without the
+    # ending when the typed word has none.
     assert correct_query("how do i conect notion", unknown={"conect"}, vocabulary=vocabulary)[0] == (
+        "how do i connect notion"
+    )
+    assert correct_query("how do i conected notion", unknown={"conected"}, vocabulary=vocabulary)[0] == (
         "how do i connected notion"
     )
