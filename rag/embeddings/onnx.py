@@ -28,13 +28,12 @@ from pathlib import Path
 import numpy as np
 
 from rag.embeddings.base import EmbeddingError
-from rag.embeddings.onnx_export import export_model, package_dir, tokenizer_for
+from rag.embeddings.onnx_export import INT8_VERSION, export_model, package_dir, tokenizer_for
 
 logger = logging.getLogger(__name__)
 
-# The int8 suffix names the export's form: vectors of an earlier int8 export (all channels
-# quantised) are another model's, which an index holding them re-embeds instead of mixing.
-BACKEND_SUFFIX = {"onnx": "+onnx", "onnx-int8": "+onnx-int8.2"}
+# Vectors of another int8 recipe are another model's: an index holding them re-embeds, never mixes.
+BACKEND_SUFFIX = {"onnx": "+onnx", "onnx-int8": f"+onnx-int8.{INT8_VERSION}"}
 
 
 class OnnxEmbedder:
