@@ -212,6 +212,9 @@ def spaced_compounds(text: str) -> set[str]:
 _LEANS_RE = re.compile(
     r"^[\"'(]?(?:It|Its|He|His|She|Her|They|Their|This|These|The latter"
     r"|At the same time|Meanwhile|In addition|Also,|However,|Instead,|Otherwise,|Likewise|Similarly)\b"
+    # The same after a phrase of when or where: "From 2000 to 2007 it killed 542 people".
+    r"|^(?:In|From|By|During|After|Before|Since|Until|Between|Over|Within|Throughout|Later|Then)\b"
+    r"[^.;:!?\"]{0,60}?(?:,\s*|\s)(?:it|he|she|they|its|his|her|their)\s+[a-z]"
 )
 # An alternative that does not say to what ("X is available as an alternative.", "Y can be used
 # instead."): the sentence before it names what it replaces.

@@ -115,7 +115,7 @@ class ExtractiveLLM:
         more_floor_ratio: float = 0.3,
         speaker_bonus: float = 0.1,
         focus_bonus: float = 0.2,
-        other_doc_ratio: float = 0.0,
+        other_meeting_ratio: float = 0.8,
         source_rank_weight: float = 0.5,
         centrality_weight: float = 0.3,
         question_penalty: float = 0.3,
@@ -143,7 +143,7 @@ class ExtractiveLLM:
         self.more_floor_ratio = more_floor_ratio
         self.speaker_bonus = speaker_bonus
         self.focus_bonus = focus_bonus
-        self.other_doc_ratio = other_doc_ratio
+        self.other_meeting_ratio = other_meeting_ratio
         self.source_rank_weight = source_rank_weight
         self.centrality_weight = centrality_weight
         self.question_penalty = question_penalty
@@ -476,13 +476,14 @@ class ExtractiveLLM:
                 continue
             if any(dot(vec_of[id(pick)], vec_of[id(s)]) > 0.9 for s in chosen):
                 continue
-            # Another document joins the answer only when it answers nearly as well: a second
-            # meeting that merely shares the topic's words dilutes the quote of the right one.
+            # Another meeting joins only when it answers nearly as well or states another decision
+            # asked for: one that merely shares the project's words dilutes the right one's quote.
             if (
                 chosen
-                and not latest
+                and not (latest or written)
+                and not (whole and says_kind(pick.text, q_terms))
                 and pick.source.n != chosen[0].source.n
-                and pick.score < chosen[0].score * self.other_doc_ratio
+                and pick.score < chosen[0].score * self.other_meeting_ratio
             ):
                 continue
             if chosen and chars + len(pick.text) > self.max_chars:

@@ -5,7 +5,7 @@ note's sentence sits under, steps quoted without their first one."""
 
 from __future__ import annotations
 
-from rag.llm.candidates import Sentence, embedded_text, score_overlap
+from rag.llm.candidates import Sentence, embedded_text, leans_on_before, score_overlap
 from rag.llm.context import ContextSource
 from rag.llm.counts import counted_target, counted_thing, counts_thing, examples_of, one_a_source
 from rag.llm.prose import only_points_elsewhere
@@ -240,6 +240,29 @@ def test_a_sentence_that_names_its_subject_by_a_pronoun_is_quoted_after_the_sent
     assert "It appoints the Commissioners" in text
     assert "The European Council gives political direction" in text
     assert text.index("The European Council") < text.index("It appoints")
+
+
+LEAGUE = ContextSource(
+    n=1,
+    title="Regional parties",
+    text=(
+        "The Harbour Party governs the coast and won 12 seats in 2019. "
+        "The Green League was founded by farmers in 1921. "
+        "From 2010 to 2017 it won 54 seats in 14 council elections. "
+        "The Mountain Union holds 9 seats and the Free Towns hold 3."
+    ),
+)
+
+
+def test_a_pronoun_after_an_opening_phrase_of_time_is_quoted_after_the_sentence_naming_it(local_embedder):
+    assert leans_on_before("From 2010 to 2017 it won 54 seats in 14 council elections.")
+    assert leans_on_before("In 1990, they moved the office to Lyon.")
+    assert not leans_on_before("In 1746, Johnson was made a colonel.")
+    assert not leans_on_before("In Warsaw there are many parks.")
+    # Quoted alone, "it won 54 seats" names no party: the answer would say nothing of the Green League.
+    _, text = run("How many seats did the Green League win between 2010 and 2017?", sources=[LEAGUE])
+    assert "From 2010 to 2017 it won 54 seats" in text, text
+    assert text.index("The Green League was founded") < text.index("From 2010 to 2017")
 
 
 def test_the_sentence_before_a_pronoun_lends_its_words_as_a_title_does():
