@@ -194,11 +194,13 @@ def completed(
 ) -> list[Sentence]:
     """``chosen`` with what each kind of question needs beside its quotes: a procedure's first
     step, the reason a "why" asks for, how to do what a "how do I" is told to do, every item a
-    sentence announces."""
-    chosen = from_first_step(question, chosen, candidates, max_sentences=max_sentences)
+    sentence announces. Each is taken from what the conversation has not quoted yet, except the
+    reason: "why is it going up" after the answer that said why is answered by that reason again."""
+    unsaid = [c for c in candidates if not c.said]
+    chosen = from_first_step(question, chosen, unsaid, max_sentences=max_sentences)
     chosen = with_reason(question, chosen, candidates, max_sentences=max_sentences)
-    chosen = with_how_it_is_done(question, chosen, candidates, max_sentences=max_sentences)
-    return with_announced_items(chosen, candidates, max_sentences=max_sentences)
+    chosen = with_how_it_is_done(question, chosen, unsaid, max_sentences=max_sentences)
+    return with_announced_items(chosen, unsaid, max_sentences=max_sentences)
 
 
 _BARE_WHY_RE = re.compile(r"^\s*(?:(?:and|but|so)\s+)?(?:why|how come)\s*[?.!]*\s*$", re.I)

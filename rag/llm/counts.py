@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from rag.words import WORD_RE, stem
+from rag.words import WORD_RE, content_terms, stem
 
 _HOW_MANY_RE = re.compile(r"\bhow many\s+(?:of\s+(?:the|our|your|their)\s+)?(?P<thing>[A-Za-z][\w-]*)", re.I)
 _CARDINAL_RE = re.compile(
@@ -20,6 +20,15 @@ _CARDINAL_RE = re.compile(
 _MAX_GAP = 2
 
 
+# "How many people…?" is answered by a number of any people: "five analysts", "60,000 settlers".
+_PEOPLE = {"people", "person", "individual", "folk", "human"}
+# Nouns of people by their plural's ending (analysts, engineers, investors, residents, employees…)
+# or without one.
+_PEOPLE_NOUN_RE = re.compile(
+    r"^(?:\w{2,}(?:sts|ers|ors|ians|ants|ents|ees)|people|persons|staff|members|men|women|children)$", re.I
+)
+
+
 def counted_thing(question: str) -> str:
     """The stem of what a "how many X" question counts ("analyst"); empty for other questions."""
     m = _HOW_MANY_RE.search(question)
@@ -31,10 +40,23 @@ def counts_thing(thing: str, sentence: str) -> bool:
     if not thing:
         return False
     words = WORD_RE.findall(sentence)
+
+    def counted(word: str) -> bool:
+        return stem(word) == thing or (thing in _PEOPLE and bool(_PEOPLE_NOUN_RE.match(word)))
+
     return any(
-        _CARDINAL_RE.match(word) and any(stem(w) == thing for w in words[i + 1 : i + 2 + _MAX_GAP])
+        _CARDINAL_RE.match(word) and any(counted(w) for w in words[i + 1 : i + 2 + _MAX_GAP])
         for i, word in enumerate(words)
     )
+
+
+def answers_count(question: str, sentence: str) -> bool:
+    """A sentence that puts a number on what a "how many…?" question counts, and says another of
+    its words, answers it however far its other words are ("pilot with five analysts" for "how
+    many people joined the pilot")."""
+    thing = counted_thing(question)
+    others = content_terms(question) - {thing}
+    return bool(thing and others & content_terms(sentence)) and counts_thing(thing, sentence)
 
 
 def counts_first(thing: str, chosen: list) -> list:

@@ -35,7 +35,15 @@ from rag.llm.context import (
     parse_stated,
     parse_user_prompt,
 )
-from rag.llm.counts import counted_target, counted_thing, counts_first, counts_thing, examples_of, one_a_source
+from rag.llm.counts import (
+    answers_count,
+    counted_target,
+    counted_thing,
+    counts_first,
+    counts_thing,
+    examples_of,
+    one_a_source,
+)
 from rag.llm.examples import asks_example, code_example
 from rag.llm.listing import (
     latest_of_each,
@@ -48,14 +56,12 @@ from rag.llm.listing import (
     wants_all,
 )
 from rag.llm.prose import (
+    answers_otherwise,
     asks_how_often,
     dated_lead,
     dated_sources,
-    expected_form_missing,
     has_expected_form,
-    names_the_title,
     naming_sources,
-    negation_unmet,
     only_points_elsewhere,
     unmentioned_names,
 )
@@ -115,7 +121,6 @@ class ExtractiveLLM:
         more_floor_ratio: float = 0.3,
         speaker_bonus: float = 0.1,
         focus_bonus: float = 0.2,
-        other_meeting_ratio: float = 0.8,
         source_rank_weight: float = 0.5,
         centrality_weight: float = 0.3,
         question_penalty: float = 0.3,
@@ -143,7 +148,6 @@ class ExtractiveLLM:
         self.more_floor_ratio = more_floor_ratio
         self.speaker_bonus = speaker_bonus
         self.focus_bonus = focus_bonus
-        self.other_meeting_ratio = other_meeting_ratio
         self.source_rank_weight = source_rank_weight
         self.centrality_weight = centrality_weight
         self.question_penalty = question_penalty
@@ -261,6 +265,12 @@ class ExtractiveLLM:
         pool, pool_vecs = _only(kept, candidates, vecs)
         pool, pool_vecs = _only(of_the_names(question, pool), pool, pool_vecs)  # not "the Notion sync"
         leads = self._leads(pool, q_terms, question, prose=prose) if not narrowed else None
+        # "How many people joined the pilot?" opens with the line giving a number of them, where
+        # one does ("pilot with five analysts"), not with a closer line counting something else.
+        if (thing := "" if counting else counted_thing(question)) and (
+            counting_lines := {id(c) for c in pool if counts_thing(thing, c.text)}
+        ):
+            leads = counting_lines & leads if leads and counting_lines & leads else counting_lines
         # A list of decisions (tasks), some of them dated (meetings), is read newest first.
         dated = bool(
             listed
@@ -276,17 +286,16 @@ class ExtractiveLLM:
             chosen = latest_of_each(said, limit=self.max_sentences)  # her lines, her latest meetings first
         elif not counting and not said:  # an overview of a named subject, a summary of one source
             chosen = overview(question, chosen, pool, candidates, q_terms, limit=self.max_sentences)
-        # What the quotes need beside them, from what the conversation has not quoted yet ("and
-        # how do i use it" after the steps that create it starts at the first step not quoted).
-        unsaid = [c for c in candidates if not c.said]
-        chosen = completed(question, chosen, unsaid, max_sentences=self.max_sentences)
+        # What the quotes need beside them ("and how do i use it" after the steps that create it
+        # starts at the first step the conversation has not quoted).
+        chosen = completed(question, chosen, candidates, max_sentences=self.max_sentences)
         if counting:  # one example of each document counted (listed): the best of its lines
             telling = [c for c in pool if not c.speaker or says_something(c.text)]
             chosen = one_a_source(telling, limit=self.max_sentences)
         else:
             chosen = counts_first(counted_thing(question), chosen)
         chosen = with_antecedents(chosen, candidates, q_terms)
-        if prose and not narrowed and chosen and self._answers_otherwise(question, chosen):
+        if prose and not narrowed and chosen and answers_otherwise(question, chosen):
             return [], best_similarity
         return chosen, best_similarity
 
@@ -344,26 +353,6 @@ class ExtractiveLLM:
             prior = 1.0 - rank.get(cand.source.n, 0) / max(len(rank), 1)
             cand.score = cand.relevance + self.source_rank_weight * prior
 
-    @staticmethod
-    def _answers_otherwise(question: str, chosen: list[Sentence]) -> bool:
-        """The chosen sentences are about the question's subject but answer another question:
-        "when…?" answered by no date, "how many…?" by no number, "what did not…?" by sentences
-        that negate nothing, or a name of the question that the documents quoted never mention
-        (the sources hold it elsewhere, about something else: "sanctions Canada directed at Iran"
-        answered from a page on the US's)."""
-        texts = [c.text for c in chosen]
-        if expected_form_missing(question, texts) or negation_unmet(question, texts):
-            return True
-        titles = " ".join({c.source.title for c in chosen})
-        quoted = {c.source.n: f"{c.source.title} {c.source.text}" for c in chosen}
-        if _names_unsaid(question, " ".join(quoted.values()), titles):
-            return True
-        # A name or figure of the question that no quoted sentence, nor its page's title, says: the
-        # sentences are about something else of the same page ("began operation in 1982" answered
-        # by the sentence on 1981).
-        said = " ".join([titles, *texts])
-        return bool(_names_unsaid(question, said, titles))
-
     def _leads(self, pool: list[Sentence], q_terms: set[str], question: str, *, prose: bool) -> set[int] | None:
         """The candidates (ids) the answer may open with; None: any.
 
@@ -412,6 +401,7 @@ class ExtractiveLLM:
                 and (c.matched >= 2 or len(q_terms - GENERIC_TERMS) == 1)
             )
             or (c.speaker and names_speaker(question, c.speaker) and (c.matched or not _asks_beyond(q_terms, c)))
+            or (c.similarity >= self.overlap_similarity and answers_count(question, c.text))
             # "What did we decide?" is answered by any line stating a decision, whatever its words
             # ("what are the action items?": any line giving a task).
             or ((listing := asked_listing(question)) is not None and states(listing, c.text, c.source.text))
@@ -475,16 +465,6 @@ class ExtractiveLLM:
                     break
                 continue
             if any(dot(vec_of[id(pick)], vec_of[id(s)]) > 0.9 for s in chosen):
-                continue
-            # Another meeting joins only when it answers nearly as well or states another decision
-            # asked for: one that merely shares the project's words dilutes the right one's quote.
-            if (
-                chosen
-                and not (latest or written)
-                and not (whole and says_kind(pick.text, q_terms))
-                and pick.source.n != chosen[0].source.n
-                and pick.score < chosen[0].score * self.other_meeting_ratio
-            ):
                 continue
             if chosen and chars + len(pick.text) > self.max_chars:
                 continue
@@ -592,9 +572,3 @@ def _only(kept: list[Sentence], candidates: list[Sentence], vecs: list[list[floa
     ids = {id(c) for c in kept}
     pairs = [(c, v) for c, v in zip(candidates, vecs, strict=True) if id(c) in ids]
     return [c for c, _ in pairs], [v for _, v in pairs]
-
-
-def _names_unsaid(question: str, text: str, titles: str) -> list[str]:
-    """The question's names that ``text`` never says, but for the quoted pages' own subject
-    spelt another way ("Warszowa" on the page "Warsaw")."""
-    return [w for w in unmentioned_names(question, text) if not names_the_title(w, titles)]

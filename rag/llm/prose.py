@@ -297,3 +297,29 @@ _POINTER_MAX_WORDS = 10
 def only_points_elsewhere(sentence: str) -> bool:
     """A short sentence that only sends the reader to another page or link."""
     return bool(_POINTER_RE.match(sentence)) and len(sentence.split()) <= _POINTER_MAX_WORDS
+
+
+def answers_otherwise(question: str, chosen: list) -> bool:
+    """The chosen sentences are about the question's subject but answer another question:
+    "when…?" answered by no date, "how many…?" by no number, "what did not…?" by sentences
+    that negate nothing, or a name of the question that the documents quoted never mention
+    (the sources hold it elsewhere, about something else: "sanctions Canada directed at Iran"
+    answered from a page on the US's)."""
+    texts = [c.text for c in chosen]
+    if expected_form_missing(question, texts) or negation_unmet(question, texts):
+        return True
+    titles = " ".join({c.source.title for c in chosen})
+    quoted = {c.source.n: f"{c.source.title} {c.source.text}" for c in chosen}
+    if _names_unsaid(question, " ".join(quoted.values()), titles):
+        return True
+    # A name or figure of the question that no quoted sentence, nor its page's title, says: the
+    # sentences are about something else of the same page ("began operation in 1982" answered
+    # by the sentence on 1981).
+    said = " ".join([titles, *texts])
+    return bool(_names_unsaid(question, said, titles))
+
+
+def _names_unsaid(question: str, text: str, titles: str) -> list[str]:
+    """The question's names that ``text`` never says, but for the quoted pages' own subject
+    spelt another way ("Warszowa" on the page "Warsaw")."""
+    return [w for w in unmentioned_names(question, text) if not names_the_title(w, titles)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rag.llm.candidates import Sentence, embedded_text, leans_on_before, score_overlap
 from rag.llm.context import ContextSource
-from rag.llm.counts import counted_target, counted_thing, counts_thing, examples_of, one_a_source
+from rag.llm.counts import answers_count, counted_target, counted_thing, counts_thing, examples_of, one_a_source
 from rag.llm.prose import only_points_elsewhere
 from rag.llm.sentences import split_sections, split_sentences
 from rag.words import COMMON_WORDS, asks_how_to, content_terms, implied_terms
@@ -110,6 +110,17 @@ def test_how_many_wants_a_number_of_the_thing_counted():
     assert counts_thing(thing, "We hired 12 senior analysts.")
     assert not counts_thing(thing, "Analysts used the pilot 340 times.")
     assert counted_thing("what did the analysts say") == ""
+
+
+def test_how_many_people_is_answered_by_a_number_of_any_people_with_another_word_of_the_question():
+    people = counted_thing("how many people joined the pilot")
+    assert counts_thing(people, "Decision: pilot with five analysts, review after six weeks.")
+    assert counts_thing(people, "The colonies had roughly 60,000 European settlers.")
+    assert not counts_thing(people, "Analysts used the pilot 340 times.")
+    assert not counts_thing(counted_thing("how many memos are in the pilot"), "a pilot with five analysts")
+    assert answers_count("how many people joined the pilot", "Decision: pilot with five analysts.")
+    # A number of people, but of nothing else the question names: no answer to it.
+    assert not answers_count("how many people live on the moon base", "Decision: pilot with five analysts.")
 
 
 def test_the_examples_of_a_count_are_the_lines_said_by_or_naming_what_it_counted():

@@ -314,25 +314,3 @@ def test_a_part_named_only_in_a_page_title_is_held_by_that_page():
     graph = _line(tuning, 0, "HNSW builds a layered graph over the vectors.")
     follow_up = [f"{STATED_CONVERSATION}how do i tune it (hnsw)"]
     assert holding_own_words("how do i tune it", follow_up, [graph]) == [graph]
-
-
-def test_a_second_meeting_is_quoted_only_when_it_answers_nearly_as_well_a_second_page_whenever_relevant():
-    from rag.llm.extractive import ExtractiveLLM
-
-    def two_sources(speaker):
-        first = ContextSource(n=1, title="Design review", text="")
-        second = ContextSource(n=2, title="Kick-off", text="")
-        best = _line(first, 0, "We agreed on a rubber case for the remote.", score=1.0, speaker=speaker)
-        other = _line(second, 0, "A remote could have a plastic or a wooden case.", score=0.6, speaker=speaker)
-        for s in (best, other):
-            s.relevance, s.similarity = s.score, 0.6
-        return best, other
-
-    vecs = [[1.0, 0.0], [0.0, 1.0]]  # nothing redundant: only the rule on another source decides
-    # A series of meetings on one project shares its words: a line of the other meeting at 60% of
-    # the best one is that meeting talking about its own design, not this meeting's answer.
-    best, other = two_sources("Maya Chen")
-    assert ExtractiveLLM()._choose([best, other], vecs, floor_ratio=0.3) == [best]
-    # A page that answers less well still completes the answer from another page.
-    best, other = two_sources("")
-    assert ExtractiveLLM()._choose([best, other], vecs, floor_ratio=0.3) == [best, other]

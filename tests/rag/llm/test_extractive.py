@@ -11,6 +11,7 @@ from rag.llm import Completion, get_chat_llm, get_llm
 from rag.llm.candidates import Sentence, leans_on_before, of_the_names, unsaid_sentences
 from rag.llm.context import ContextSource, format_user_prompt, parse_user_prompt
 from rag.llm.extractive import ExtractiveLLM
+from rag.llm.prose import answers_otherwise
 from rag.llm.sentences import split_sentences, split_turns
 from rag.llm.transcripts import tidy_speech
 from tests.rag.answering.conftest import COURSE, MEETINGS
@@ -105,9 +106,9 @@ def test_prose_refuses_a_quote_about_another_year_of_the_same_page():
         ),
     )  # fmt: skip
     quoted = [Sentence(source=page, position=0, text="The Computer Science Network began operation in 1981.")]
-    assert not ExtractiveLLM._answers_otherwise("What network began operation in 1981?", quoted)
+    assert not answers_otherwise("What network began operation in 1981?", quoted)
     # 1982 is on the page, but not where it speaks of beginning operation
-    assert ExtractiveLLM._answers_otherwise("What network began operation in 1982?", quoted)
+    assert answers_otherwise("What network began operation in 1982?", quoted)
 
 
 def test_the_page_title_spelt_another_way_is_the_pages_subject(local_embedder):
