@@ -31,7 +31,7 @@ import numpy as np
 logger = logging.getLogger(__name__)
 
 OPSET = 17
-# The int8 recipe's version: its file and its vectors' name (``local:…+onnx-int8.2``) both carry it,
+# The int8 recipe's version: its file and its vectors' name (``local:…+onnx-int8.<version>``) both carry it,
 # so a change of recipe exports anew and re-embeds instead of reusing a cached file or mixing
 # vectors. 1 quantised every channel; 2 keeps the outlier channels in fp32.
 INT8_VERSION = 2

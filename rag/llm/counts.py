@@ -5,6 +5,7 @@ the rest of its words come. Written and spoken sentences alike."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from rag.words import WORD_RE, content_terms, stem
 
@@ -54,9 +55,15 @@ def answers_count(question: str, sentence: str) -> bool:
     """A sentence that puts a number on what a "how many…?" question counts, and says another of
     its words, answers it however far its other words are ("pilot with five analysts" for "how
     many people joined the pilot")."""
-    thing = counted_thing(question)
-    others = content_terms(question) - {thing}
+    thing, others = _count_asked(question)
     return bool(thing and others & content_terms(sentence)) and counts_thing(thing, sentence)
+
+
+@lru_cache(maxsize=64)
+def _count_asked(question: str) -> tuple[str, frozenset[str]]:
+    """What ``question`` counts and its other words: the same for every candidate sentence weighed."""
+    thing = counted_thing(question)
+    return thing, frozenset(content_terms(question) - {thing}) if thing else frozenset()
 
 
 def counts_first(thing: str, chosen: list) -> list:

@@ -236,8 +236,9 @@ class ExtractiveLLM:
         # to state: "used the pilot 340 times" counts something else. Its sources, and a listing's,
         # are the documents counted (listed): one example of each is quoted.
         counting = any(p.startswith((STATED_COUNT, STATED_LISTED)) for p in stated or [])
+        counted = "" if counting else counted_thing(question)  # what a "how many X" asks a number of
         self._weigh(candidates, vecs, q_vec=q_vec, question=question, prose=prose, rank=rank,
-                    counted="" if counting else counted_thing(question), asked=asked)  # fmt: skip
+                    counted=counted, asked=asked)  # fmt: skip
         self.last_candidates = candidates
         best_similarity = max(c.similarity for c in candidates)
         # A source whose agenda item the question names answers it, though no single sentence
@@ -267,10 +268,8 @@ class ExtractiveLLM:
         leads = self._leads(pool, q_terms, question, prose=prose) if not narrowed else None
         # "How many people joined the pilot?" opens with the line giving a number of them, where
         # one does ("pilot with five analysts"), not with a closer line counting something else.
-        if (thing := "" if counting else counted_thing(question)) and (
-            counting_lines := {id(c) for c in pool if counts_thing(thing, c.text)}
-        ):
-            leads = counting_lines & leads if leads and counting_lines & leads else counting_lines
+        if counted and (counting_lines := {id(c) for c in pool if counts_thing(counted, c.text)}):
+            leads = (counting_lines & (leads or set())) or counting_lines
         # A list of decisions (tasks), some of them dated (meetings), is read newest first.
         dated = bool(
             listed
@@ -293,7 +292,7 @@ class ExtractiveLLM:
             telling = [c for c in pool if not c.speaker or says_something(c.text)]
             chosen = one_a_source(telling, limit=self.max_sentences)
         else:
-            chosen = counts_first(counted_thing(question), chosen)
+            chosen = counts_first(counted, chosen)
         chosen = with_antecedents(chosen, candidates, q_terms)
         if prose and not narrowed and chosen and answers_otherwise(question, chosen):
             return [], best_similarity
