@@ -7,6 +7,7 @@ text with ``WORD_RE`` and drop ``STOPWORDS``, so they agree on what a content wo
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -372,3 +373,27 @@ def joined_as_written(question: str, texts: list[str]) -> str:
             out.append(question[last : a.end()] + "-")
             last = b.start()
     return "".join(out) + question[last:]
+
+
+def in_written_forms(question: str, texts: list[str]) -> str:
+    """``question`` with each word that ``texts`` never write, but write in another form of the
+    same stem, put in the form they write most ("whats the default weighting" → "…default weights"
+    where the sources say "weights"): a sentence embedding weighs word forms, and the question's
+    closeness to a sentence should not depend on which form a person typed."""
+    forms: dict[str, Counter] = {}
+    written: set[str] = set()
+    for text in texts:
+        for w in _PLAIN_WORD_RE.findall(text or ""):
+            low = w.lower()
+            written.add(low)
+            if len(low) > 3 and low not in STOPWORDS:
+                forms.setdefault(stem(low), Counter())[low] += 1
+
+    def written_form(m: re.Match) -> str:
+        word = m.group(0)
+        low = word.lower()
+        if low in written or low in STOPWORDS or len(low) <= 3 or stem(low) not in forms:
+            return word
+        return forms[stem(low)].most_common(1)[0][0]
+
+    return _PLAIN_WORD_RE.sub(written_form, question)

@@ -20,8 +20,10 @@ from rag.answering.selectors import Facets
 from rag.answering.sources import collection_label
 from rag.answering.spelling import find_name, misspelt_people
 from rag.llm.base import LLMError, LLMProvider
+from rag.llm.counts import counted_thing
 from rag.llm.prose import asks_how_often
 from rag.search import SearchFilters
+from rag.words import stem
 
 logger = logging.getLogger(__name__)
 
@@ -398,7 +400,9 @@ def parse_query(
     people += misspelt_people(text, facets.values("people"), taken=people, unknown=set(unknown))
     tags = [t for t in match_values(text, facets.values("tags")) if t.lower() not in {p.lower() for p in people}]
     entities = match_values(text, facets.values("entities"))
-    domains = [d for d in match_values(text, facets.values("domains")) if len(d) >= 3]
+    # "how many people joined…" counts people: the word names no domain of documents.
+    counted = counted_thing(text)
+    domains = [d for d in match_values(text, facets.values("domains")) if len(d) >= 3 and stem(d) != counted]
     collections = [name for name, _ in stated_collections(text, facets.values("collections"))]
     analysis = QueryAnalysis(
         date_from=date_from,

@@ -7,6 +7,7 @@ import re
 
 from rag.answering.retrieval import AskRun, people_words
 from rag.answering.spelling import slip_of_common_word
+from rag.llm.counts import answers_count
 from rag.words import KIND_OF_ANSWER_TERMS, WORD_RE, content_terms, implied_terms
 
 _UNMENTIONED_SHARE = 0.25
@@ -27,7 +28,11 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
     after it are the closest the sources come, not an answer to that word. Empty otherwise.
 
     A word the answer or its sources' titles and agenda items say is mentioned ("Summarize the
-    discussion on detecting linguistic features" names an agenda item, not a sentence)."""
+    discussion on detecting linguistic features" names an agenda item, not a sentence). A "how
+    many…" answered by a line giving that number has no such word: "pilot with five analysts"
+    answers "how many people joined the pilot" whether or not any document says "joined"."""
+    if any(answers_count(run.query, line) for line in answer.splitlines()):
+        return ""
     # A person's name, or a slip the search corrected, is held by the documents as they write it;
     # a period ("in september") is their dates, which the chip shows, not their words.
     known = (

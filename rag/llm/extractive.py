@@ -86,6 +86,7 @@ from rag.words import (
     asked_terms,
     asks_for_more,
     content_terms,
+    in_written_forms,
     joined_as_written,
     listing_of,
 )
@@ -229,7 +230,8 @@ class ExtractiveLLM:
             keep = sorted(candidates, key=lambda c: -(c.overlap + 0.5 * (1 - rank[c.source.n] / n_sources)))
             kept = {id(c) for c in keep[: self.max_candidates]}
             candidates = [c for c in candidates if id(c) in kept]
-        q_vec = query_vector(self.embedder, query)
+        # Closeness is measured in the sources' own word forms ("weighting" typed, "weights" written).
+        q_vec = query_vector(self.embedder, in_written_forms(query, [c.text for c in candidates]))
         vecs = sentence_vectors(self.embedder, [embedded_text(c) for c in candidates])
         prose = not any(c.speaker for c in candidates)
         # A count the metadata made ("how many times did we meet acme") is no number for a sentence
@@ -359,12 +361,13 @@ class ExtractiveLLM:
         for "who is on call") must not lead because another source made the question relevant.
         Among lines, one holding every word of the question ("Decision: send a proposal … by
         Friday" for "the proposal deadline") opens before a line of a higher-ranked meeting that
-        holds one of them; a question asked in the meeting holds them too, and answers nothing."""
+        holds one of them; a question asked in the meeting holds them too, and answers nothing.
+        So does a written sentence ("p95 search latency is 24 ms" for "is search fast")."""
+        whole = {id(c) for c in pool if len(q_terms) >= 2 and c.matched == len(q_terms) and not c.asks}
         if prose:
-            return {id(c) for c in pool if self._answers(c, q_terms, question)}
-        if len(q_terms) < 2:
-            return None
-        return {id(c) for c in pool if c.matched == len(q_terms) and not c.asks} or None
+            relevant = {id(c) for c in pool if self._answers(c, q_terms, question)}
+            return (relevant & whole) or relevant
+        return whole or None
 
     def _relevant(self, candidates: list[Sentence], q_terms: set[str], question: str = "") -> bool:
         """Whether any candidate answers the question rather than merely sharing its topic.
@@ -471,10 +474,13 @@ class ExtractiveLLM:
                 floor = max(pick.relevance * floor_ratio, floor)
             chosen.append(pick)
             chars += len(pick.text)
-        # Reading order: sources by their best chosen sentence, then document order inside each.
+        # Reading order: the opener's source first (it was chosen to open), then sources by their
+        # best chosen sentence, then document order inside each.
         order: dict[int, float] = {}
         for s in chosen:
             order[s.source.n] = max(order.get(s.source.n, -math.inf), s.score)
+        if chosen:
+            order[chosen[0].source.n] = math.inf
         chosen.sort(key=lambda s: (-order[s.source.n], s.source.n, s.position))
         return newest_first(chosen) if dated else chosen
 

@@ -27,6 +27,10 @@ def without_stated(question: str, stated: list[str] | None) -> tuple[str, bool]:
     return residual or question, narrowed
 
 
+# "who is handling it", "did they fix that": the follow-up is about the earlier subject itself.
+_POINTS_BACK_RE = re.compile(r"\b(?:it|its|that|this|they|them|those|these)\b", re.I)
+
+
 def holding_own_words(question: str, stated: list[str] | None, candidates: list[Sentence]) -> list[Sentence]:
     """The candidates a follow-up on the conversation's subject may quote. Its sources were found
     for that subject (``STATED_CONVERSATION``); a word of the question's own ("and the weights?")
@@ -53,8 +57,12 @@ def holding_own_words(question: str, stated: list[str] | None, candidates: list[
         )
     holding = {n for n, terms in said.items() if wanted & terms}
     # Of the sources saying the follow-up's own word, those on the conversation's subject: "did we
-    # fix it?" after Acme's complaints is answered by the Acme decision, not a changelog's "fix:".
+    # fix it?" after Acme's complaints is answered by the Acme decision, not a changelog's "fix:";
+    # and "who is handling it?" by none when no source on Acme says so, not by a page on promises'
+    # handlers, when "it" is the subject. "And the weights?" names a subject of its own: the
+    # sources holding it answer when none on the earlier subject does.
     if own and (rest := subject_terms - own):
-        holding = {n for n in holding if rest & said[n]} or holding
+        on_subject = {n for n in holding if rest & said[n]}
+        holding = on_subject if on_subject or _POINTS_BACK_RE.search(question) else holding
     kept = [c for c in candidates if c.source.n in holding]
     return kept if own else kept or candidates

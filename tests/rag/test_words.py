@@ -15,6 +15,7 @@ from rag.words import (
     asked_terms,
     asks_for_decisions,
     content_terms,
+    in_written_forms,
     joined_as_written,
     stem,
 )
@@ -69,6 +70,14 @@ def test_two_words_the_documents_hyphenate_are_read_as_that_one_word():
     assert joined_as_written("a b c", ["a-b", "b-c"]) == "a-b c"
     # Typed closed up, it is the compound too.
     assert joined_as_written("what is the oncall engineer for", texts) == "what is the on-call engineer for"
+
+
+def test_a_word_typed_in_another_form_is_put_in_the_form_the_documents_write():
+    texts = ["Relevance judgments can retune these weights.", "The old weights stay; a weight is a number."]
+    assert in_written_forms("whats the default weighting", texts) == "whats the default weights"
+    # A word the documents write as typed, a word of no family there, and short words stay.
+    assert in_written_forms("is a weight tuned", texts) == "is a weight tuned"
+    assert in_written_forms("Weighting of ranks", []) == "Weighting of ranks"
 
 
 @pytest.mark.parametrize(

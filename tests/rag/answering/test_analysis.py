@@ -79,6 +79,12 @@ def test_parser_turns_a_counting_question_into_filters():
     assert (b.entity, b.domain, b.tags, b.counting) == ("Aurora Fund", "javascript", ["climbing"], False)
 
 
+def test_what_a_how_many_question_counts_names_no_domain():
+    facets = Facets(collections=[], domains=[{"value": "people", "count": 2}], people=[], tags=[], entities=[])
+    assert parse_query("how many people joined the pilot", today=TODAY, facets=facets).domain is None
+    assert parse_query("what did we discuss in the people domain", today=TODAY, facets=facets).domain == "people"
+
+
 def test_the_last_meeting_is_the_day_of_the_newest_meeting_the_person_can_see():
     from dataclasses import replace
 

@@ -256,6 +256,10 @@ def test_a_follow_up_on_a_part_is_answered_by_the_sources_that_hold_it():
     fix = _line(changelog, 0, "fix(mobile): incorrect theme color for the status bar")
     stated = [f"{STATED_CONVERSATION}did we fix it (acmes complaints)"]
     assert holding_own_words("did we fix it", stated, [complaint, decision, fix]) == [complaint, decision]
+    # "It" is the subject: when no source on it says the follow-up's word, none answers.
+    handlers = _line(changelog, 1, "Handlers attached with then always run as microtasks.")
+    handling = [f"{STATED_CONVERSATION}who is handling it (acme complaints)"]
+    assert holding_own_words("who is handling it", handling, [complaint, decision, handlers]) == []
 
 
 def test_what_someone_is_busy_with_reads_their_latest_meetings_first():
