@@ -99,3 +99,13 @@ def triggers_present_now() -> bool:
 def bm25_index_present(cursor) -> bool:
     cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [BM25_INDEX])
     return cursor.fetchone()[0]
+
+
+def settle_bm25_index(cursor) -> None:
+    """Move the rows the bm25 index holds in memory (its memtable, where new rows wait until it
+    grows past a threshold or the server restarts) to its on-disk segments. The two keep a row's
+    statistics in different forms and score some rows slightly apart, so the same question can
+    rank its sources differently before and after a restart; a benchmark settles the index first,
+    so that its figures do not depend on how long the server has run."""
+    if bm25_index_present(cursor):
+        cursor.execute("SELECT bm25_spill_index(%s)", [BM25_INDEX])

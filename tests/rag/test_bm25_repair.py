@@ -168,3 +168,24 @@ def test_a_worker_holding_a_sync_lock_leaves_the_rebuild_to_others(pg_textsearch
         assert _counts()[1] < rows
     assert text_search.check_bm25_index(force=True) is True
     assert _counts() == (rows, rows)
+
+
+def _memtable_documents() -> int:
+    import re
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT bm25_summarize_index(%s)", [text_search.BM25_INDEX])
+        summary = cursor.fetchone()[0]
+    return int(re.search(r"Memtable:\s*terms:\s*\d+\s*documents:\s*(\d+)", summary)[1])
+
+
+def test_settling_moves_the_rows_waiting_in_memory_to_disk_and_keeps_them_found(pg_textsearch, hashing_embedder):
+    from rag.text_query import settle_bm25_index
+
+    load(topic_corpus(), hashing_embedder)
+    assert _memtable_documents() == 6  # a small corpus waits in memory until a restart
+    with connection.cursor() as cursor:
+        settle_bm25_index(cursor)
+    assert _memtable_documents() == 0
+    assert _counts() == (6, 6)
+    assert _fulltext("mitochondria", hashing_embedder).hits[0].source_id == "mitochondria"
