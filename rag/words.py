@@ -139,7 +139,7 @@ def implied_terms(text: str) -> set[str]:
     sum of money, "fast" when it says how long something takes, "deadline" when it names the day
     something is due by, the words of a comparison when it gives a change ("up from 365,000") or an
     alternative ("…instead of the default"), "ask" when it speaks of questions, "fix" when it states
-    a decision or a task taken on."""
+    a decision or a task taken on, "join" when it says who was at a meeting."""
     terms = set(_PRICE_TERMS) if _MONEY_RE.search(text) else set()
     if _DUE_RE.search(text):
         terms |= _DUE_TERMS
@@ -153,7 +153,17 @@ def implied_terms(text: str) -> set[str]:
         terms |= _ASK_TERMS
     if STATES_DECISION_RE.search(text) or STATES_ACTION_RE.search(text):
         terms |= _REMEDY_TERMS
+    if _TOOK_PART_RE.search(text):
+        terms |= _TOOK_PART_TERMS
     return terms
+
+
+# Who was at a meeting says who joined it: "Acme Capital kickoff was with Leo Martin and Maya Chen"
+# answers "who joined the acme kickoff", "Leo Martin took part in …" "who attended …".
+_TOOK_PART_RE = re.compile(r"\btook\s+part\s+in\b|\b(?:was|were)\s+with\s+[A-Z]")
+_TOOK_PART_TERMS = frozenset(
+    stem(w) for w in ["join", "joined", "attend", "attended", "participate", "participated", "present"]
+)
 
 
 # An alternative says there is a default it differs from: "Reciprocal rank fusion is available as

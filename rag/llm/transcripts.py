@@ -14,7 +14,7 @@ import functools
 import re
 from typing import TYPE_CHECKING
 
-from rag.words import GENERIC_TERMS, STOPWORDS, content_terms, stem
+from rag.words import GENERIC_TERMS, PERIOD_TERMS, STOPWORDS, content_terms, stem
 
 if TYPE_CHECKING:
     from rag.llm.candidates import Sentence
@@ -215,9 +215,9 @@ _ACT_RECORD = {
 
 def unvoiced_lead(question: str, q_terms: set[str], chosen: list[Sentence], sources) -> str:
     """The line opening an answer to a question that asks only for what a person did ("what did
-    sam decide") when that person speaks in the sources but no quoted line is theirs: the quotes
-    are the closest the sources come (the decisions of the meetings Sam was in), not Sam's own.
-    Empty otherwise."""
+    sam decide") when no quoted line is theirs: the quotes are the closest the sources come (the
+    decisions of the meetings Sam was in, or of the only meeting in the period asked about), not
+    Sam's own. Empty otherwise."""
     subjects = _speaking_subjects(question)
     acts = [t for t in _ACT_RECORD if t in q_terms]  # in the table's order: one reading of the question
     if not subjects or not acts or not chosen or any(_voice(c, subjects) for c in chosen):
@@ -231,9 +231,13 @@ def unvoiced_lead(question: str, q_terms: set[str], chosen: list[Sentence], sour
         ),
         "",
     )
+    # Nobody of that name speaks in these sources ("what did sam decide last week" where last
+    # week's one meeting was Leo's and Maya's): the quotes are still not theirs.
+    person = person or " ".join(w[:1].upper() + w[1:] for w in sorted(subjects))
     # Only a question asking for the act alone: "what did the professor decide about X" with
-    # nothing of theirs on X is answered by what the meeting said on X, without this line.
-    if not person or q_terms - GENERIC_TERMS - content_terms(person) - set(acts):
+    # nothing of theirs on X is answered by what the meeting said on X, without this line. A
+    # period ("last week") says when, not what.
+    if not person or q_terms - GENERIC_TERMS - PERIOD_TERMS - content_terms(person) - set(acts):
         return ""
     return f"Nothing you can see records {_ACT_RECORD[acts[0]]} by {person}; the closest your sources come:"
 

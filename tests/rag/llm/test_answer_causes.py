@@ -58,6 +58,12 @@ def test_a_decision_or_a_task_taken_on_states_a_fix():
     assert "fix" not in implied_terms("Two complaints: old memos ranked above recent ones.")
 
 
+def test_who_was_at_a_meeting_states_who_joined_it():
+    assert {"join", "attend"} <= implied_terms("**Acme Capital kickoff** (2026-08-02) was with Leo Martin.")
+    assert "join" in implied_terms("Leo Martin took part in **1:1 with Leo** (2026-11-27).")
+    assert "join" not in implied_terms("The problem was with the index.")
+
+
 def test_a_day_something_is_due_by_states_a_deadline():
     assert "deadline" in implied_terms("Decision: send a proposal with project-level access control by Friday.")
     assert "deadline" in implied_terms("Reports are due on 2026-12-01.")
