@@ -233,7 +233,8 @@ def unvoiced_lead(question: str, q_terms: set[str], chosen: list[Sentence], sour
     )
     # Nobody of that name speaks in these sources ("what did sam decide last week" where last
     # week's one meeting was Leo's and Maya's): the quotes are still not theirs.
-    person = person or " ".join(w[:1].upper() + w[1:] for w in sorted(subjects))
+    typed = sorted(subjects, key=lambda w: question.lower().find(w))  # "maya chen", as typed
+    person = person or " ".join(w[:1].upper() + w[1:] for w in typed)
     # Only a question asking for the act alone: "what did the professor decide about X" with
     # nothing of theirs on X is answered by what the meeting said on X, without this line. A
     # period ("last week") says when, not what.
