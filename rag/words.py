@@ -402,8 +402,8 @@ def in_written_forms(question: str, texts: list[str]) -> str:
     def written_form(m: re.Match) -> str:
         word = m.group(0)
         low = word.lower()
-        if low in written or low in STOPWORDS or len(low) <= 3 or stem(low) not in forms:
+        if low in written or low in STOPWORDS or len(low) <= 3 or (family := forms.get(stem(low))) is None:
             return word
-        return forms[stem(low)].most_common(1)[0][0]
+        return family.most_common(1)[0][0]
 
     return _PLAIN_WORD_RE.sub(written_form, question)

@@ -308,13 +308,10 @@ def answers_otherwise(question: str, chosen: list) -> bool:
     texts = [c.text for c in chosen]
     if expected_form_missing(question, texts) or negation_unmet(question, texts):
         return True
-    titles = " ".join({c.source.title for c in chosen})
-    quoted = {c.source.n: f"{c.source.title} {c.source.text}" for c in chosen}
-    if _names_unsaid(question, " ".join(quoted.values()), titles):
-        return True
     # A name or figure of the question that no quoted sentence, nor its page's title, says: the
-    # sentences are about something else of the same page ("began operation in 1982" answered
-    # by the sentence on 1981).
+    # sentences are about something else, of another page (a name the quoted pages never say) or
+    # of the same page ("began operation in 1982" answered by the sentence on 1981).
+    titles = " ".join({c.source.title for c in chosen})
     said = " ".join([titles, *texts])
     return bool(_names_unsaid(question, said, titles))
 
