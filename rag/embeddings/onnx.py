@@ -8,8 +8,9 @@ and pooling come from the installed package.
 What sentence-transformers does around the encoder is done here in numpy: the same tokenizer
 (``tokenizer.json``, truncated at the model's 256 tokens), mean pooling over the attention mask,
 L2 normalisation. Vectors match the torch backend's to about 1e-6 (fp32) and to a cosine of about
-0.999 (int8); they are still another model's vectors (``name`` differs per backend and per int8
-export), so switching backends re-embeds the index (``manage.py reembed``) instead of mixing the two.
+0.998 (int8, the same on every CPU); they are still another model's vectors (``name`` differs per
+backend and per int8 export), so switching backends re-embeds the index (``manage.py reembed``)
+instead of mixing the two.
 
 A query runs on all the cores (one short input: its latency is what counts). Documents run one
 batch per core at once, each on a single-threaded session: a small model's operators are too short
