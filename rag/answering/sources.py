@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rag.llm.context import ContextSource
+from rag.llm.sentences import outside_code
 from rag.search import Hit
 from rag.words import GENERIC_TERMS, content_terms
 
@@ -34,12 +35,16 @@ def collection_label(name: str) -> str:
     return words[:1].upper() + words[1:] if words else name
 
 
+def _unlinked(text: str) -> str:
+    text = _BLOCK_REF_RE.sub("", text)
+    text = _MD_LINK_RE.sub(r"\1", text)
+    return _WIKI_LINK_RE.sub(r"\1", text)
+
+
 def plain_text(text: str) -> str:
     """Markdown / Logseq markup → the words a person reads (titles and snippets are plain text)."""
     text = _FENCE_RE.sub("", text or "")
-    text = _BLOCK_REF_RE.sub("", text)
-    text = _MD_LINK_RE.sub(r"\1", text)
-    text = _WIKI_LINK_RE.sub(r"\1", text)
+    text = outside_code(text, _unlinked)
     text = _LINE_MARK_RE.sub("", text)
     text = _PROPERTY_RE.sub("", text)
     for _ in range(2):  # nested emphasis: **_x_**

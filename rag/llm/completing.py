@@ -130,13 +130,17 @@ def _inserted(chosen: list[Sentence], lead: Sentence, after: list[Sentence], *, 
 # "To do this, add the following in the first block…" after "…it's best to add a page alias": how
 # to do what the sentence before it recommends.
 _HOW_FOLLOWS_RE = re.compile(r"^\W*(?:to do (?:this|so|that|it)\b|here(?:'s| is) how\b)", re.I)
+# "To point to a URL, either use the trigger menu…" right after "It's also possible to link to
+# websites.": a purpose, then what to do for it.
+_TO_DO_X_RE = re.compile(r"^\W*to [a-z]+\b[^,.;:!?]{0,60},\s+\S", re.I)
 
 
 def with_how_it_is_done(
     question: str, chosen: list[Sentence], candidates: list[Sentence], *, max_sentences: int
 ) -> list[Sentence]:
     """A "how do I…?" answered by a written sentence that says what to do, followed within two
-    sentences by one that says how ("To do this, …"), quotes that one too: it holds the steps but
+    sentences by one that says how ("To do this, …"), or right after it by one that says what to
+    do for a purpose ("To point to a URL, use …"), quotes that one too: it holds the steps but
     few of the question's words."""
     if not chosen or not asks_how_to(question):
         return chosen
@@ -150,7 +154,9 @@ def with_how_it_is_done(
                 if c.source.n == lead.source.n
                 and lead.position < c.position <= lead.position + 2
                 and c.section == lead.section
-                and _HOW_FOLLOWS_RE.match(c.text)
+                and (
+                    _HOW_FOLLOWS_RE.match(c.text) or (c.position == lead.position + 1 and _TO_DO_X_RE.match(c.text))
+                )
             ),
             None,
         )

@@ -20,12 +20,27 @@ _MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _ORG_DIRECTIVE_RE = re.compile(r"#\+\w+(?::\S*)?")
 
 
+_CODE_SPAN_RE = re.compile(r"(`[^`\n]*`)")
+
+
+def outside_code(text: str, change) -> str:
+    """``change`` applied to ``text`` except inside its `code spans`: what a page writes as code
+    (`[]()`, `[[PKM]]`) is what to type, and is quoted as written."""
+    parts = _CODE_SPAN_RE.split(text)
+    return "".join(part if i % 2 else change(part) for i, part in enumerate(parts))
+
+
+def _unlinked(text: str) -> str:
+    text = _BLOCK_REF_RE.sub("", text)
+    text = _ORG_DIRECTIVE_RE.sub("", text)
+    text = _LINK_RE.sub(r"\1", text)
+    return _MD_LINK_RE.sub(r"\1", text)
+
+
 def clean_line(line: str) -> str:
-    """A source line as prose: no bullets, heading marks, block refs or link brackets."""
-    line = _BLOCK_REF_RE.sub("", line)
-    line = _ORG_DIRECTIVE_RE.sub("", line)
-    line = _LINK_RE.sub(r"\1", line)
-    line = _MD_LINK_RE.sub(r"\1", line)
+    """A source line as prose: no bullets, heading marks, block refs or link brackets (code spans
+    keep theirs)."""
+    line = outside_code(line, _unlinked)
     line = _HEADING_RE.sub("", line)
     line = _BULLET_RE.sub("", line)
     return re.sub(r"\s+", " ", line).strip()

@@ -17,6 +17,7 @@ from rag.answering.selectors import Facets, facet_values
 from rag.answering.services import ask_collect
 from rag.answering.sources import collection_label, plain_text, snippet
 from rag.demo import demo_documents
+from rag.llm.sentences import clean_line
 from rag.llm.transcripts import tidy_speech
 from rag.search import SearchFilters
 from rag.services import chunk_upsert
@@ -385,6 +386,14 @@ def test_snippets_keep_underscores():
     assert plain_text("set hnsw.ef_search and hnsw.iterative_scan") == "set hnsw.ef_search and hnsw.iterative_scan"
     assert snippet("Pulled: set NOTION_TOKEN and run notion_sync.") == "Pulled: set NOTION_TOKEN and run notion_sync."
     assert plain_text("an _emphasised_ word and **bold** one") == "an emphasised word and bold one"
+
+
+def test_code_keeps_its_brackets_in_quotes_and_snippets():
+    """What a page writes as code is what to type: `[]()` and `[[PKM]]` are quoted as written,
+    where a link outside code reads as its text."""
+    line = "Type `/link` to add the shortcode `[]()`, or a page link `[[PKM]]` like [[PKM]] or [docs](https://x.io)."
+    assert clean_line(line) == "Type `/link` to add the shortcode `[]()`, or a page link `[[PKM]]` like PKM or docs."
+    assert plain_text(line) == "Type /link to add the shortcode [](), or a page link [[PKM]] like PKM or docs."
 
 
 def test_collection_labels_are_human(demo, client):

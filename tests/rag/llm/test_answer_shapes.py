@@ -81,6 +81,22 @@ def test_how_to_is_answered_with_the_to_do_this_after_the_advice():
     assert with_how_it_is_done("what is an alias", [advice, other], pool, max_sentences=4) == [advice, other]
 
 
+def test_how_to_is_answered_with_what_to_do_for_it_right_after_what_is_possible():
+    """ "It's also possible to link to websites." says that, not how: the next sentence, "To point
+    to a URL, use …", does."""
+    page = ContextSource(n=1, title="Aliases and external links", text="")
+    possible = _line(page, 0, "It's also possible to link to pages outside of Logseq, i.e. websites.", 0.9)
+    how = _line(page, 1, "To point to a URL, either use the trigger menu by typing `/link` or press `Ctrl-l`.", 0.4)
+    label = _line(page, 2, "Between the brackets, put the label of the link.", 0.3)
+    alias = _line(page, 4, "To link to an internal page, use the alias function.", 0.5)
+    pool = [possible, how, label, alias]
+    question = "how do i link to a website"
+    assert with_how_it_is_done(question, [possible, label], pool, max_sentences=4) == [possible, how, label]
+    # Only right after: a purpose two sentences on is another task.
+    assert with_how_it_is_done(question, [label], pool, max_sentences=4) == [label]
+    assert with_how_it_is_done("what can i link to", [possible], pool, max_sentences=4) == [possible]
+
+
 def test_a_sentence_naming_the_asked_thing_as_these_brings_the_one_before():
     """ "…can retune these weights" for "what are the default weights": the weights are the
     sentence before's 0.7 and 0.3; and that one's own lead when it leans on it too."""
