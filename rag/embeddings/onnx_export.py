@@ -18,10 +18,10 @@ The channels belong to the model, not to a corpus, so no data goes into the expo
 The weights are quantised to 7 bits (-64..64), not 8. On a CPU without VNNI (AVX2 only) ONNX
 Runtime multiplies the uint8 activations by int8 weights with an instruction that adds each pair
 of products into 16 bits and saturates: with 8-bit weights a pair of large activations overflows
-it and the vectors drift (on "hello" a cosine of 0.995 to fp32 where VNNI CPUs give 0.999). With 7
-bits no pair can overflow (2 * 255 * 64 < 32767), so every x86 CPU computes the same integer
-products: the same text gets the same vector on every machine of a deployment, whichever
-instructions its CPU has.
+it and the vectors drift (on "hello" a cosine of 0.9946 to torch where VNNI CPUs give over
+0.997). With 7 bits no pair can overflow (2 * 255 * 64 < 32767), so every x86 CPU computes the
+same integer products: the same text gets the same vector on every machine of a deployment,
+whichever instructions its CPU has.
 """
 
 from __future__ import annotations
