@@ -12,15 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rag.llm.context import ContextSource
-from rag.llm.sentences import outside_code
+from rag.llm.sentences import outside_code, unlinked
 from rag.search import Hit
 from rag.words import GENERIC_TERMS, content_terms
 
 SNIPPET_CHARS = 300
 
-_MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_WIKI_LINK_RE = re.compile(r"\[\[([^\]]+)\]\]")
-_BLOCK_REF_RE = re.compile(r"\(\([0-9a-f-]{8,}\)\)")
 # Emphasis marks only where they open and close a word: "hnsw.ef_search" and "NOTION_TOKEN"
 # keep their underscores.
 _EMPHASIS_RE = re.compile(r"(?<![\w*_~`])(\*\*|__|\*|_|~~|`)(?=\S)(.+?)(?<=\S)\1(?![\w*_~`])")
@@ -35,16 +32,10 @@ def collection_label(name: str) -> str:
     return words[:1].upper() + words[1:] if words else name
 
 
-def _unlinked(text: str) -> str:
-    text = _BLOCK_REF_RE.sub("", text)
-    text = _MD_LINK_RE.sub(r"\1", text)
-    return _WIKI_LINK_RE.sub(r"\1", text)
-
-
 def plain_text(text: str) -> str:
     """Markdown / Logseq markup → the words a person reads (titles and snippets are plain text)."""
     text = _FENCE_RE.sub("", text or "")
-    text = outside_code(text, _unlinked)
+    text = outside_code(text, unlinked)
     text = _LINE_MARK_RE.sub("", text)
     text = _PROPERTY_RE.sub("", text)
     for _ in range(2):  # nested emphasis: **_x_**

@@ -30,7 +30,8 @@ def outside_code(text: str, change) -> str:
     return "".join(part if i % 2 else change(part) for i, part in enumerate(parts))
 
 
-def _unlinked(text: str) -> str:
+def unlinked(text: str) -> str:
+    """``text`` without block refs and org directives, each link read as its text."""
     text = _BLOCK_REF_RE.sub("", text)
     text = _ORG_DIRECTIVE_RE.sub("", text)
     text = _LINK_RE.sub(r"\1", text)
@@ -40,7 +41,7 @@ def _unlinked(text: str) -> str:
 def clean_line(line: str) -> str:
     """A source line as prose: no bullets, heading marks, block refs or link brackets (code spans
     keep theirs)."""
-    line = outside_code(line, _unlinked)
+    line = outside_code(line, unlinked)
     line = _HEADING_RE.sub("", line)
     line = _BULLET_RE.sub("", line)
     return re.sub(r"\s+", " ", line).strip()
