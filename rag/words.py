@@ -139,7 +139,8 @@ def implied_terms(text: str) -> set[str]:
     sum of money, "fast" when it says how long something takes, "deadline" when it names the day
     something is due by, the words of a comparison when it gives a change ("up from 365,000") or an
     alternative ("…instead of the default"), "ask" when it speaks of questions, "fix" when it states
-    a decision or a task taken on, "join" when it says who was at a meeting."""
+    a decision or a task taken on, "join" when it says who was at a meeting, "change" when it says
+    something is retuned, adjusted or edited."""
     terms = set(_PRICE_TERMS) if _MONEY_RE.search(text) else set()
     if _DUE_RE.search(text):
         terms |= _DUE_TERMS
@@ -149,6 +150,8 @@ def implied_terms(text: str) -> set[str]:
         terms |= _CHANGE_TERMS
     if _ALTERNATIVE_RE.search(text):
         terms |= _ALTERNATIVE_TERMS
+    if _EDIT_RE.search(text):
+        terms |= _EDIT_TERMS
     if _QUESTIONS_RE.search(text):
         terms |= _ASK_TERMS
     if STATES_DECISION_RE.search(text) or STATES_ACTION_RE.search(text):
@@ -156,6 +159,16 @@ def implied_terms(text: str) -> set[str]:
     if _TOOK_PART_RE.search(text):
         terms |= _TOOK_PART_TERMS
     return terms
+
+
+# Retuning, adjusting or editing something changes it: "judgments … can retune these weights"
+# answers "who changes them?". The verbs only: a noun such as "an update" changes nothing.
+_EDIT_RE = re.compile(
+    r"\b(?:re)?tun(?:e|es|ed|ing)\b|\b(?:adjust|alter|edit)(?:s|ed|ing)?\b|\bmodif(?:y|ies|ied|ying)\b|"
+    r"\b(?:overrid|reconfigur|updat)(?:es|ed|ing)\b|\boverrides?\b",
+    re.I,
+)
+_EDIT_TERMS = frozenset(stem(w) for w in ["change", "modify", "adjust", "alter", "edit", "tune", "update"])
 
 
 # Who was at a meeting says who joined it: "Acme Capital kickoff was with Leo Martin and Maya Chen"

@@ -3,13 +3,16 @@ the metadata states before them, and the wider searches tried when nothing answe
 
 from __future__ import annotations
 
+import copy
+from dataclasses import fields
+
 from django.conf import settings
 
 from rag.answering import conversations as conv
 from rag.answering import followups
 from rag.answering.citations import CitationFilter
 from rag.answering.prompts import ask_messages
-from rag.answering.retrieval import AskRun, period_text, reuse_when_held, widen
+from rag.answering.retrieval import AskRun, liftable, period_text, reuse_when_held, widen
 from rag.answering.selectors import facet_values
 from rag.answering.sources import apply_numbers, renumber
 from rag.answering.statements import (
@@ -21,6 +24,7 @@ from rag.answering.statements import (
     person_statement,
     who_statement,
 )
+from rag.answering.unmentioned import subject_held
 from rag.llm import Completion
 
 LISTING_QUOTED_UP_TO = 3  # a period listing more documents than this is named without quotes
@@ -32,10 +36,36 @@ def offline_parts(run: AskRun, llm, conversation: conv.Conversation) -> list[str
     if not parts and run.strategy == conv.NEW_QUERY and widen(run, llm):
         # Nothing under a filter read from the question answers: answer from everything.
         parts = _answer_offline(run, llm, conversation) if run.docs else []
+    elif parts and run.strategy == conv.NEW_QUERY and not (run.count or run.listed):
+        parts = _wider_when_off_subject(run, llm, conversation, parts)
     if not parts and run.strategy == conv.NEW_QUERY and reuse_when_held(run, conversation):
         # Nothing anywhere answers, and the last answer's sources hold its words.
         run.strategy = conv.REUSE
         parts = _answer_offline(run, llm, conversation)
+    return parts
+
+
+def _wider_when_off_subject(run: AskRun, llm, conversation: conv.Conversation, parts: list[str]) -> list[str]:
+    """An answer under a filter read from the question that holds none of the question's subject
+    ("what did we discuss last week about pgvector" quoting last week's only meeting, on releases)
+    is weaker than one without the filter: search everything, and keep that answer when it holds
+    more of the subject (the chip then says everything was searched). Otherwise the first answer
+    stands, as searched."""
+    held, wanted = subject_held(run, "".join(parts))
+    if not wanted or held or not liftable(run):
+        return parts
+    saved = copy.copy(run)
+    saved_lifted = list(run.lifted)  # widen() extends the list in place
+    chips = [(chip, chip.effect, chip.widened) for chip in run.chips]
+    widen(run, llm)
+    wider = _answer_offline(run, llm, conversation) if run.docs else []
+    if wider and subject_held(run, "".join(wider))[0] > held:
+        return wider
+    for f in fields(run):
+        setattr(run, f.name, getattr(saved, f.name))
+    run.lifted = saved_lifted
+    for chip, effect, widened in chips:
+        chip.effect, chip.widened = effect, widened
     return parts
 
 

@@ -208,7 +208,7 @@ def retrieve(run: AskRun, llm) -> None:
             run.rerank = rerank.as_dict()
         return result.hits
 
-    if _spell_names(run) | _correct_spelling(run, search, applied):
+    if _spell_names(run) | _correct_spelling(run, search, applied, with_guesses):
         query_vector = cached_query_vector(embedder, run.searched_query[:MAX_QUERY_CHARS])
     applied, hits = _search_with_fallback(run, search, applied, guesses)
     hits = _with_mentions(run, search, hits, applied=applied, depth=depth)
@@ -300,14 +300,19 @@ def people_words(run: AskRun) -> set[str]:
     return {w.lower() for chip in run.chips if chip.field == "people" for w in WORD_RE.findall(chip.phrase)}
 
 
-def _correct_spelling(run: AskRun, search, applied: SearchFilters) -> bool:
+def _correct_spelling(run: AskRun, search, applied: SearchFilters, with_guesses: SearchFilters) -> bool:
     """A query word no visible document holds ("flashcrds") is replaced by the nearest word of
     the documents a first search finds (meaning still finds them when a word is misspelt), so
-    the keyword search and the answer's quoting match it. True when the query changed."""
+    the keyword search and the answer's quoting match it. True when the query changed.
+
+    The documents a guessed tag or name finds are read too: "who is oncall" guesses the tag
+    "oncall", whose runbook writes "On-call" where a search by meaning finds the call stack."""
     typos = run.unknown - people_words(run)
     if not typos or run.corrections:
         return False
     hits = search(applied)
+    if with_guesses != applied:
+        hits += search(with_guesses)
     texts = [f"{h.title}. {h.content}" for h in hits]
     words = {"vocabulary": vocabulary_of(texts), "pairs": pairs_of(texts), "acronyms": acronyms_of(texts, typos)}
     corrected, fixes = correct_query(run.searched_query, unknown=typos, **words)
@@ -370,7 +375,7 @@ def _with_listed(run: AskRun, search, hits: list[Hit], *, applied: SearchFilters
     scored alike so that every document holding one stays among the sources; ``hits`` when none
     does."""
     # A period is a filter, not a subject: "what did we decide in 2025" names none.
-    listing = asked_listing(_without_periods(run))
+    listing = asked_listing(without_periods(run))
     if listing is None:
         return hits
     found = {h.chunk_uid: h for h in [*hits, *search(applied, listing.search)]}
@@ -389,7 +394,7 @@ def _with_period_listing(run: AskRun, hits: list[Hit], *, applied: SearchFilters
     latest one answers. ``hits`` when the question asks something else, or none is found."""
     dated = bool(applied.date_from or applied.date_to)
     lifted = any(c.field == "date" for c in run.lifted)
-    noun = period_listing(_without_periods(run)) if dated or lifted else ""
+    noun = period_listing(without_periods(run)) if dated or lifted else ""
     if not noun:
         return hits
     chunks, listed = period_chunks(scope=run.scope, filters=applied, limit=depth, meetings=noun == "meeting")
@@ -404,7 +409,7 @@ def _with_period_listing(run: AskRun, hits: list[Hit], *, applied: SearchFilters
     return [replace(h, score=top, rank=rank) for rank, h in enumerate(found, start=1)]
 
 
-def _without_periods(run: AskRun) -> str:
+def without_periods(run: AskRun) -> str:
     """The question searched without its date phrases: a period is a filter, not a subject."""
     question = run.searched_query
     for chip in run.chips:
@@ -423,7 +428,7 @@ def _mentioning(hits: list[Hit], names: list[str]) -> list[Hit]:
     return [h for h in hits if any(p.search(h.content or "") for p in patterns)]
 
 
-def _liftable(run: AskRun) -> list[FilterChip]:
+def liftable(run: AskRun) -> list[FilterChip]:
     """Filters read from the question that narrowed the search (the form's are the person's own).
 
     A person is not among them: the search under their name already took in what mentions them,
@@ -439,7 +444,7 @@ def widen(run: AskRun, llm) -> bool:
     """Search again without the filters read from the question, when under them nothing
     answered; the chips say so ("nothing dated 2027 — searched everything"). False when there
     was nothing to lift."""
-    lift = _liftable(run)
+    lift = liftable(run)
     if not lift:
         return False
     run.lifted += lift

@@ -314,6 +314,19 @@ def accented(word: str, vocabulary: set[str]) -> str | None:
     return found[:1].upper() + found[1:] if word[:1].isupper() else found
 
 
+def dehyphenated(word: str, vocabulary: set[str]) -> str | None:
+    """The one hyphenated word of ``vocabulary`` that is ``word`` typed without its hyphen
+    ("oncall" for "on-call", "realtime" for "real-time"), in the case ``word`` was typed; None
+    when the documents write none, or two. Not a guess: the same letters, only the hyphen left
+    out. (``unglued`` needs halves of three letters; "on" is a half here.)"""
+    low = word.lower()
+    same = {v for v in vocabulary if "-" in v and v.replace("-", "") == low}
+    if len(same) != 1:
+        return None
+    found = next(iter(same))
+    return found[:1].upper() + found[1:] if word[:1].isupper() else found
+
+
 def unglued(word: str, vocabulary: set[str], *, camel_only: bool = False, pairs: set[str] | None = None) -> str | None:
     """Two words of ``vocabulary`` typed without the space between them ("UserDatagram",
     "packetswitching"), split where exactly one cut makes both halves words of three letters or
@@ -385,6 +398,9 @@ def correct_query(
         if word.lower() in unknown and (parts := unglued(word, vocabulary, camel_only=name, pairs=pairs)):
             fixes[word] = parts  # the same letters, a space left out: no guess at a name
             continue
+        if word.lower() in unknown and (joined_up := dehyphenated(word, vocabulary)):
+            fixes[word] = joined_up  # the same letters, the hyphen left out
+            continue
         if word.lower() in unknown and (marked := accented(word, vocabulary)):
             fixes[word] = marked  # the same letters, the accents left out: no guess either
             continue
@@ -411,8 +427,12 @@ def correct_query(
 
 
 def vocabulary_of(texts: list[str]) -> set[str]:
-    """The lower-case words (three letters or more, no digits) of ``texts``."""
-    return {w.lower() for text in texts for w in WORD_RE.findall(text or "") if len(w) >= 3 and w.isalpha()}
+    """The lower-case words (three letters or more, no digits) of ``texts``, hyphenated ones
+    ("on-call") whole."""
+    return {
+        w.lower() for text in texts for w in WORD_RE.findall(text or "")
+        if len(w) >= 3 and w.replace("-", "").isalpha()
+    }  # fmt: skip
 
 
 def pairs_of(texts: list[str]) -> set[str]:

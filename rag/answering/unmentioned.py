@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 
-from rag.answering.retrieval import AskRun, people_words
+from rag.answering.retrieval import AskRun, people_words, without_periods
 from rag.answering.spelling import slip_of_common_word
 from rag.llm.counts import answers_count
-from rag.words import KIND_OF_ANSWER_TERMS, WORD_RE, content_terms, implied_terms
+from rag.words import KIND_OF_ANSWER_TERMS, WORD_RE, content_terms, implied_terms, stem
 
 _UNMENTIONED_SHARE = 0.25
 
@@ -98,3 +98,16 @@ def _third_person(verb: str) -> str:
     if re.search(r"[^aeiou]y$", verb):
         return verb[:-1] + "ies"
     return verb + "s"
+
+
+def subject_held(run: AskRun, answer: str) -> tuple[int, int]:
+    """How many of the question's subject words the answer holds (in its quotes, its sources'
+    titles, or stated in other words), of how many it has. The subject is what is left of the
+    question without its periods, its people and the kind of answer it asks for: "pgvector" in
+    "what did we discuss last week about pgvector", none in "what did leo say last month"."""
+    names = {stem(w) for w in people_words(run)}
+    subject = content_terms(without_periods(run)) - KIND_OF_ANSWER_TERMS - names
+    if not subject:
+        return 0, 0
+    said = " ".join([answer, *(d.best.title for d in run.docs if d.n in run.cited)])
+    return len(subject & (content_terms(said) | implied_terms(answer))), len(subject)

@@ -14,11 +14,13 @@ from rag.answering.spelling import (
     accented,
     correct_query,
     correction,
+    dehyphenated,
     edit_distance,
     pairs_of,
     slip_of_common_word,
     unknown_words,
     unmarked,
+    vocabulary_of,
 )
 from rag.demo import demo_documents
 from rag.services import chunk_upsert
@@ -126,6 +128,21 @@ def test_two_words_the_documents_write_as_one_are_joined():
     assert correct_query("what is a data-base", unknown={"base"}, vocabulary=vocabulary)[0] == "what is a database"
     # Both words known: each means itself, nothing is joined.
     assert correct_query("what is a data base", unknown=set(), vocabulary=vocabulary)[1] == {}
+
+
+def test_a_word_typed_without_its_hyphen_is_the_documents_word():
+    vocabulary = vocabulary_of(["On-call runbook: a second on-call engineer", "Real-time and real-time-ish sync"])
+    assert {"on-call", "real-time", "real-time-ish", "runbook"} <= vocabulary
+    assert dehyphenated("oncall", vocabulary) == "on-call"
+    assert dehyphenated("Realtime", vocabulary) == "Real-time"
+    assert dehyphenated("runbook", vocabulary) is None  # written whole: no hyphen to add
+    assert dehyphenated("engineer", vocabulary) is None
+    assert dehyphenated("email", {"e-mail", "em-ail"}) is None  # two ways: no guess between them
+    # "on" is too short a half for ``unglued``: the hyphenated word is what the documents write.
+    assert correct_query("who is oncall", unknown={"oncall"}, vocabulary=vocabulary) == (
+        "who is on-call",
+        {"oncall": "on-call"},
+    )
 
 
 def test_a_word_typed_without_its_accents_is_the_documents_word():

@@ -64,6 +64,13 @@ def test_who_was_at_a_meeting_states_who_joined_it():
     assert "join" not in implied_terms("The problem was with the index.")
 
 
+def test_retuning_or_editing_something_states_a_change():
+    assert "change" in implied_terms("Relevance judgments can retune these weights.")
+    assert "change" in implied_terms("Maya adjusted the thresholds and edited the prompt.")
+    assert "change" in implied_terms("The admin modifies the schedule.")
+    assert "change" not in implied_terms("A quick update: the editor is open.")
+
+
 def test_a_day_something_is_due_by_states_a_deadline():
     assert "deadline" in implied_terms("Decision: send a proposal with project-level access control by Friday.")
     assert "deadline" in implied_terms("Reports are due on 2026-12-01.")
