@@ -72,11 +72,15 @@ class FilterChip:
     # Set when the filter was lifted because nothing under it answered: the chip says what was
     # searched instead ("nothing dated 2027 — searched everything").
     widened: bool = False
+    # What the question asked about when the filter was lifted because what it held was about
+    # something else ("nothing dated last week on pgvector"); empty when it held nothing at all.
+    widened_for: str = ""
 
     @property
     def label(self) -> str:
         if self.widened:
-            return f"{self._nothing()} — searched everything"
+            about = f" on {self.widened_for}" if self.widened_for else ""
+            return f"{self._nothing()}{about} — searched everything"
         value = self.value
         if self.field == "date":
             low, _, high = self.value.partition("/")

@@ -24,7 +24,7 @@ from rag.answering.statements import (
     person_statement,
     who_statement,
 )
-from rag.answering.unmentioned import subject_held
+from rag.answering.unmentioned import question_subject, subject_held
 from rag.llm import Completion
 
 LISTING_QUOTED_UP_TO = 3  # a period listing more documents than this is named without quotes
@@ -51,21 +51,22 @@ def _wider_when_off_subject(run: AskRun, llm, conversation: conv.Conversation, p
     is weaker than one without the filter: search everything, and keep that answer when it holds
     more of the subject (the chip then says everything was searched). Otherwise the first answer
     stands, as searched."""
-    held, wanted = subject_held(run, "".join(parts))
-    if not wanted or held or not liftable(run):
+    subject = question_subject(run)
+    held = subject_held(run, "".join(parts), subject)
+    if not subject or held or not liftable(run):
         return parts
     saved = copy.copy(run)
     saved_lifted = list(run.lifted)  # widen() extends the list in place
-    chips = [(chip, chip.effect, chip.widened) for chip in run.chips]
-    widen(run, llm)
+    chips = [(chip, chip.effect, chip.widened, chip.widened_for) for chip in run.chips]
+    widen(run, llm, subject=" ".join(subject))
     wider = _answer_offline(run, llm, conversation) if run.docs else []
-    if wider and subject_held(run, "".join(wider))[0] > held:
+    if wider and subject_held(run, "".join(wider), subject) > held:
         return wider
     for f in fields(run):
         setattr(run, f.name, getattr(saved, f.name))
     run.lifted = saved_lifted
-    for chip, effect, widened in chips:
-        chip.effect, chip.widened = effect, widened
+    for chip, effect, widened, widened_for in chips:
+        chip.effect, chip.widened, chip.widened_for = effect, widened, widened_for
     return parts
 
 

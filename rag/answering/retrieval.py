@@ -440,17 +440,18 @@ def liftable(run: AskRun) -> list[FilterChip]:
     ]  # fmt: skip
 
 
-def widen(run: AskRun, llm) -> bool:
+def widen(run: AskRun, llm, *, subject: str = "") -> bool:
     """Search again without the filters read from the question, when under them nothing
-    answered; the chips say so ("nothing dated 2027 — searched everything"). False when there
-    was nothing to lift."""
+    answered; the chips say so ("nothing dated 2027 — searched everything", or "nothing dated
+    last week on pgvector" when what they held is about something else, the ``subject``). False
+    when there was nothing to lift."""
     lift = liftable(run)
     if not lift:
         return False
     run.lifted += lift
     retrieve(run, llm)
     for chip in lift:
-        chip.effect, chip.widened = "dropped", True
+        chip.effect, chip.widened, chip.widened_for = "dropped", True, subject
     return True
 
 

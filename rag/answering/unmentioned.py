@@ -100,14 +100,18 @@ def _third_person(verb: str) -> str:
     return verb + "s"
 
 
-def subject_held(run: AskRun, answer: str) -> tuple[int, int]:
-    """How many of the question's subject words the answer holds (in its quotes, its sources'
-    titles, or stated in other words), of how many it has. The subject is what is left of the
-    question without its periods, its people and the kind of answer it asks for: "pgvector" in
-    "what did we discuss last week about pgvector", none in "what did leo say last month"."""
+def question_subject(run: AskRun) -> list[str]:
+    """The question's subject words as typed: what is left of it without its periods, its people
+    and the kind of answer it asks for ("pgvector" in "what did we discuss last week about
+    pgvector"; none in "what did leo say last month")."""
     names = {stem(w) for w in people_words(run)}
-    subject = content_terms(without_periods(run)) - KIND_OF_ANSWER_TERMS - names
-    if not subject:
-        return 0, 0
+    words = [w for w in dict.fromkeys(WORD_RE.findall(without_periods(run))) if content_terms(w)]
+    return [w for w in words if not content_terms(w) & (KIND_OF_ANSWER_TERMS | names)]
+
+
+def subject_held(run: AskRun, answer: str, subject: list[str]) -> int:
+    """How many of the ``subject`` words the answer holds: in its quotes, its cited sources'
+    titles, or stated in other words."""
     said = " ".join([answer, *(d.best.title for d in run.docs if d.n in run.cited)])
-    return len(subject & (content_terms(said) | implied_terms(answer))), len(subject)
+    terms = content_terms(said) | implied_terms(answer)
+    return sum(1 for w in subject if content_terms(w) <= terms)

@@ -528,7 +528,9 @@ class ExtractiveLLM:
             yield when + "\n\n"  # a meeting's lines seldom say its date: its metadata does
         if no_reason_given(question, chosen):
             yield "These sources give no reason; what else they say:\n\n"
-        if unvoiced := unvoiced_lead(question, content_terms(question), chosen, sources):
+        # What the filters took ("in september") is when, not what the person is asked about.
+        asked_about = content_terms(without_stated(question, stated)[0])
+        if unvoiced := unvoiced_lead(question, asked_about, chosen, sources):
             yield unvoiced + "\n\n"  # Sam speaks in these meetings, but decided nothing quoted here
         if lead.agenda:
             # The quotes come from the part of the meeting the question names: say which, so the
