@@ -391,17 +391,22 @@ def _with_period_listing(run: AskRun, hits: list[Hit], *, applied: SearchFilters
     period answer it, newest first (``run.listed``), and a course page updated that month does
     not, however its words rank; "what's new this week?" is answered by every document of the
     week. When nothing was dated in the period ("what happened yesterday", its date lifted), the
-    latest one answers. ``hits`` when the question asks something else, or none is found."""
+    latest one answers. "Which meetings did we have", with no period, is answered by all of them
+    (the latest named). ``hits`` when the question asks something else, or none is found."""
     dated = bool(applied.date_from or applied.date_to)
     lifted = any(c.field == "date" for c in run.lifted)
-    noun = period_listing(without_periods(run)) if dated or lifted else ""
+    noun = period_listing(without_periods(run))
+    # Without a period only meetings are listed whole: "anything?" or "all documents" asks no list.
+    if not (dated or lifted or noun == "meeting"):
+        return hits
     if not noun:
         return hits
     chunks, listed = period_chunks(scope=run.scope, filters=applied, limit=depth, meetings=noun == "meeting")
-    if not dated and listed:  # the latest one, in place of the period that held none
+    latest = lifted and not dated
+    if latest and listed:  # the latest one, in place of the period that held none
         listed = [next(e for e in listed if e.key == chunks[0][1])]
         chunks = [(uid, key) for uid, key in chunks if key == listed[0].key]
-    run.listed, run.listed_noun, run.listed_latest = listed, noun, not dated
+    run.listed, run.listed_noun, run.listed_latest = listed, noun, latest
     found = chunks_by_uid(scope=run.scope, uids=[uid for uid, _ in chunks], scores={})
     if not found:
         return hits
