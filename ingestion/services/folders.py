@@ -209,7 +209,7 @@ def sync_markdown(
 ) -> IngestRun:  # fmt: skip
     """Sync a Logseq graph or a folder of markdown notes; only changed files are re-done.
 
-    Files that cannot be parsed (``.org``, unreadable bytes) are recorded as failed and keep
+    Files that cannot be parsed (a PDF among the pages, unreadable bytes) are recorded as failed and keep
     whatever they had indexed before; files that are gone have their chunks deleted.
     """
     from ingestion.sources.logseq import parse_graph

@@ -29,6 +29,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ingestion.sources import markdown, markup
+from ingestion.sources.org import org_outline
 from rag.units import SourceDocument, Unit
 
 logger = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ _LABELLED_REF_RE = re.compile(r"\[([^\]\n]+)\]\(\(\((" + _UUID + r")\)\)\)")
 _REF_RE = re.compile(r"\(\((" + _UUID + r")\)\)")
 _CLOZE_RE = re.compile(r"\{\{\s*cloze\s+(.*?)\}\}")
 _MARKDOWN_EXTS = {".md", ".markdown"}
+_ORG_EXT = ".org"  # a Logseq graph's other page format (read as its markdown outline)
 _ASSET_EXTS = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".ico", ".pdf", ".mp3",
                ".mp4", ".mov", ".webm", ".wav", ".ogg", ".css", ".js", ".edn", ".json", ".excalidraw",
                ".zip", ".DS_Store"}  # fmt: skip
@@ -460,9 +462,10 @@ def parse_graph(
 ) -> list[ParsedFile]:  # fmt: skip
     """Parse every note under ``root`` into one ``ParsedFile`` per file, in path order.
 
-    ``fmt="logseq"`` reads ``journals/`` and ``pages/`` of a Logseq graph; ``fmt="markdown"``
-    reads any folder of ``.md`` files (hidden folders skipped). Files that cannot be parsed come
-    back with ``error`` set and no document, so one bad file never stops a sync.
+    ``fmt="logseq"`` reads ``journals/`` and ``pages/`` of a Logseq graph (``.md`` and ``.org``
+    pages); ``fmt="markdown"`` reads any folder of ``.md`` files (hidden folders skipped). Files
+    that cannot be parsed come back with ``error`` set and no document, so one bad file never
+    stops a sync.
     """
     if fmt not in ("logseq", "markdown"):
         raise ValueError(f"unknown format {fmt!r}: expected 'logseq' or 'markdown'")
@@ -473,7 +476,8 @@ def parse_graph(
     pages: dict[str, _Page] = {}
     for path in _walk(root, fmt):
         rel = path.relative_to(root).as_posix()
-        if path.suffix.lower() not in _MARKDOWN_EXTS:
+        org = fmt == "logseq" and path.suffix.lower() == _ORG_EXT
+        if path.suffix.lower() not in _MARKDOWN_EXTS and not org:
             results[rel] = ParsedFile(rel, "", None, f"unsupported format {path.suffix or '(none)'}")
             continue
         try:
@@ -487,7 +491,7 @@ def parse_graph(
         if fmt != "logseq":
             continue
         try:
-            props, roots = _parse_outline(text)
+            props, roots = _parse_outline(org_outline(text) if org else text)
         except Exception as exc:  # a parser bug on one file must not stop the graph
             logger.exception("could not parse %s", rel)
             results[rel] = ParsedFile(rel, digest, None, f"parse error: {exc}")

@@ -42,6 +42,26 @@ JOURNAL = """\
 PORT_VARN = "- A harbour town on the northern coast\n\t- Known for salt and smuggling\n"
 
 
+# An org page of the same graph: Logseq writes older pages in org mode.
+OLD_NOTES_ORG = """\
+#+TITLE: Old notes
+#+ALIAS: Ship log
+
+* Voyages of [[Caelum Fenovar]] :sailing:npc:
+:PROPERTIES:
+:id: 6480a1b2-0000-4000-8000-0000000000aa
+:END:
+  He crossed the *Narrow Sea* twice; see [[https://example.com/map][the map]].
+** The wreck
+   ((6480a1b2-0000-4000-8000-000000000001))
+   #+BEGIN_SRC python
+   def tide(hour):
+       return hour % 12
+   #+END_SRC
+* Supplies: ~salt~ and =rope=
+"""
+
+
 def _graph(tmp_path: Path) -> Path:
     (tmp_path / "pages").mkdir()
     (tmp_path / "journals").mkdir()
@@ -50,7 +70,8 @@ def _graph(tmp_path: Path) -> Path:
     (tmp_path / "pages" / "Caelum Fenovar.md").write_text(CAELUM)
     (tmp_path / "pages" / "Port Varn.md").write_text(PORT_VARN)
     (tmp_path / "pages" / "Places___Port Varn___Docks.md").write_text("- Wet planks\n")
-    (tmp_path / "pages" / "Old notes.org").write_text("* An org heading\n")
+    (tmp_path / "pages" / "Old notes.org").write_text(OLD_NOTES_ORG)
+    (tmp_path / "pages" / "scan.pdf").write_bytes(b"%PDF-1.4 not a page")
     (tmp_path / "pages" / "broken.md").write_bytes(b"- caf\xe9 au lait\n")
     (tmp_path / "journals" / "2024_12_27.md").write_text(JOURNAL)
     (tmp_path / "logseq" / "config.edn").write_text("{:meta/version 1}")
@@ -66,16 +87,60 @@ def test_graph_files_errors_and_skipped_folders(tmp_path):
     results = _by_path(parse_graph(_graph(tmp_path)))
     assert set(results) == {
         "pages/Caelum Fenovar.md", "pages/Port Varn.md", "pages/Places___Port Varn___Docks.md",
-        "pages/Old notes.org", "pages/broken.md", "journals/2024_12_27.md",
+        "pages/Old notes.org", "pages/scan.pdf", "pages/broken.md", "journals/2024_12_27.md",
     }  # fmt: skip
-    assert results["pages/Old notes.org"].error == "unsupported format .org"
-    assert results["pages/Old notes.org"].document is None
+    assert results["pages/scan.pdf"].error == "unsupported format .pdf"
+    assert results["pages/scan.pdf"].document is None
     assert "UTF-8" in results["pages/broken.md"].error
     caelum = results["pages/Caelum Fenovar.md"]
     assert caelum.error is None and len(caelum.fingerprint) == 64
     doc = caelum.document
     assert doc.source_type == "logseq_page" and doc.source_id == "pages/Caelum Fenovar.md"
     assert doc.collection == "logseq"
+
+
+def test_an_org_page_is_read_as_the_same_tree_of_blocks(tmp_path):
+    results = _by_path(parse_graph(_graph(tmp_path)))
+    org = results["pages/Old notes.org"]
+    assert org.error is None and len(org.fingerprint) == 64
+    doc = org.document
+    assert doc.source_type == "logseq_page"
+    voyage, supplies = doc.units
+    assert voyage.title == "Old notes (also: Ship log)"
+    assert voyage.unit_anchor == "id-6480a1b2-0000-4000-8000-0000000000aa"  # the drawer's id
+    # The headline's children stay under it; the block reference into a markdown page resolves;
+    # links read as their text, the tags and the linked page are concepts; code stays code.
+    assert voyage.content.split("\n")[:4] == [
+        "Voyages of Caelum Fenovar sailing npc",
+        "He crossed the **Narrow Sea** twice; see [the map](https://example.com/map).",
+        "- The wreck",
+        "  Lost his ship to the Storm Court",
+    ]
+    assert "```python\n  def tide(hour):\n      return hour % 12\n  ```" in voyage.content
+    assert voyage.concepts == ["caelum fenovar", "sailing", "npc", "storm court"]
+    assert "`salt` and `rope`" in supplies.content
+    # And the other way: a markdown page can embed the org page's block by its id.
+    (tmp_path / "pages" / "Port Varn.md").write_text("- {{embed ((6480a1b2-0000-4000-8000-0000000000aa))}}\n")
+    port = _by_path(parse_graph(tmp_path))["pages/Port Varn.md"].document
+    assert "He crossed the **Narrow Sea** twice" in port.units[0].content
+
+
+def test_org_outline_rewrites_org_markup_as_the_markdown_outline():
+    from ingestion.sources.org import org_outline
+
+    assert org_outline(OLD_NOTES_ORG).split("\n")[:8] == [
+        "title:: Old notes",
+        "alias:: Ship log",
+        "",
+        "- Voyages of [[Caelum Fenovar]] #sailing #npc",
+        "  id:: 6480a1b2-0000-4000-8000-0000000000aa",
+        "  He crossed the **Narrow Sea** twice; see [the map](https://example.com/map).",
+        "  - The wreck",
+        "    ((6480a1b2-0000-4000-8000-000000000001))",
+    ]
+    # A page of the graph under another name; code is shown as typed, links inside it too.
+    assert org_outline("* see [[Port Varn][the harbour]]") == "- see [the harbour]([[Port Varn]])"
+    assert org_outline("* ~[[a][b]]~ and 2*3*4 = x=y") == "- `[[a][b]]` and 2*3*4 = x=y"
 
 
 def test_page_title_namespaces_and_properties(tmp_path):
@@ -226,7 +291,7 @@ def test_real_logseq_docs_graph():
     units = [u for d in docs for u in d.units]
     print(f"logseq-docs: {len(results)} files, {len(units)} units, {len(errors)} errors, {elapsed:.2f}s")
     assert len(docs) > 250 and len(units) > 800
-    assert errors and all(r.error == "unsupported format .org" for r in errors)
+    assert not errors, [(r.path, r.error) for r in errors]  # its org pages and journals too
     assert not any(r.path.startswith("logseq/") for r in results)
     from rag.services import plan_rows
 
@@ -237,6 +302,9 @@ def test_real_logseq_docs_graph():
         json.dumps([u.metadata for u in doc.units])  # metadata is stored as jsonb
     assert rows >= len(units)
     by_path = {r.path: r for r in results}
+    faq = by_path["pages/faq.org"].document
+    assert any("TLDR: Logseq is free" in u.content for u in faq.units)
+    assert by_path["journals/2020_05_14.org"].document.units[0].date == dt.date(2020, 5, 14)
     embed = by_path["pages/page_embed.md"].document
     assert embed.units[0].title == "Page embed (also: term/embedded page)"
     assert "embed" in embed.units[0].metadata["tags"]

@@ -30,7 +30,7 @@ PAGES = {
         "\t\t- id:: 6650a1b2-0000-4000-8000-000000000001\n"
     ),
     "journals/2024_03_05.md": "- Studied #promises and [[Closures]] today.\n\t- status:: done\n",
-    "pages/Old notes.org": "* An org-mode file\n",
+    "pages/Old scan.pdf": "%PDF-1.4 a scan left among the pages\n",
 }
 
 
@@ -45,7 +45,7 @@ def test_logseq_sync_is_incremental(tmp_path, local_embedder):
     write_graph(tmp_path, PAGES)
     first = services.sync_markdown(path=tmp_path, collection="notes", embedder=local_embedder)
     assert first.sources == 4 and first.failed == 1
-    assert first.errors[0]["source"] == "pages/Old notes.org" and "unsupported" in first.errors[0]["error"]
+    assert first.errors[0]["source"] == "pages/Old scan.pdf" and "unsupported" in first.errors[0]["error"]
     assert first.created > 0 and first.embedded == first.created
     journal = Chunk.objects.filter(collection="notes", source_type="logseq_journal").first()
     assert journal.date.isoformat() == "2024-03-05"
