@@ -2,7 +2,8 @@
 config.edn file." ranks low, but the steps after it make no sense without it), the sentence
 before one that names its subject only as "it" or "he" (or the question's thing only as "these
 weights"), the reason after a fact a "why" asks about, the "To do this, …" after what a "how do
-I" is told to do, and the items a sentence announces ("There are two ways …")."""
+I" is told to do, the reply after a question a page asks, and the items a sentence announces
+("There are two ways …")."""
 
 from __future__ import annotations
 
@@ -195,17 +196,35 @@ def with_announced_items(chosen: list[Sentence], candidates: list[Sentence], *, 
     return chosen
 
 
+def with_replies(chosen: list[Sentence], candidates: list[Sentence], *, max_sentences: int) -> list[Sentence]:
+    """The first chosen written sentence that asks ("Can I backup my files to Dropbox?", a FAQ's
+    entry) is followed by the sentence after it, its reply ("Yes, you can use the desktop app…"): the
+    question repeats the asker's words, the reply says what they want to know. (A meeting's
+    replies are lent the question's relevance instead.)"""
+    at = {(c.source.n, c.position): c for c in candidates}
+    for asked in chosen:  # the first question quoted: the one closest to what was asked
+        if asked.speaker or not asked.asks:
+            continue
+        reply = at.get((asked.source.n, asked.position + 1))
+        if reply is None or reply.asks or any(c is reply for c in chosen):
+            return chosen
+        return _inserted(chosen, asked, [reply], max_sentences=max_sentences)
+    return chosen
+
+
 def completed(
     question: str, chosen: list[Sentence], candidates: list[Sentence], *, max_sentences: int
 ) -> list[Sentence]:
     """``chosen`` with what each kind of question needs beside its quotes: a procedure's first
-    step, the reason a "why" asks for, how to do what a "how do I" is told to do, every item a
-    sentence announces. Each is taken from what the conversation has not quoted yet, except the
-    reason: "why is it going up" after the answer that said why is answered by that reason again."""
+    step, the reason a "why" asks for, how to do what a "how do I" is told to do, the reply to a
+    question a page asks, every item a sentence announces. Each is taken from what the conversation
+    has not quoted yet, except the reason: "why is it going up" after the answer that said why is
+    answered by that reason again."""
     unsaid = [c for c in candidates if not c.said]
     chosen = from_first_step(question, chosen, unsaid, max_sentences=max_sentences)
     chosen = with_reason(question, chosen, candidates, max_sentences=max_sentences)
     chosen = with_how_it_is_done(question, chosen, unsaid, max_sentences=max_sentences)
+    chosen = with_replies(chosen, unsaid, max_sentences=max_sentences)
     return with_announced_items(chosen, unsaid, max_sentences=max_sentences)
 
 

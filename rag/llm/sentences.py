@@ -158,9 +158,15 @@ def split_turns(text: str, *, max_chars: int = 400) -> list[tuple[str, str]]:
     return out
 
 
+# A page's bold marks: a quote reads as text, and a sentence cut out of a bold line keeps one half
+# of the pair ("How can I donate money?**").
+_BOLD_MARK_RE = re.compile(r"\*\*")
+
+
 def cite(sentence: str, n: int) -> str:
-    """``sentence`` with ``[n]`` before its final punctuation (or at its end)."""
-    sentence = sentence.rstrip()
+    """``sentence`` with ``[n]`` before its final punctuation (or at its end), without bold marks
+    (code spans keep what they show)."""
+    sentence = outside_code(sentence, lambda part: _BOLD_MARK_RE.sub("", part)).rstrip()
     if sentence and sentence[-1] in ".!?" and not sentence.endswith("..."):
         return f"{sentence[:-1]} [{n}]{sentence[-1]}"
     return f"{sentence} [{n}]"

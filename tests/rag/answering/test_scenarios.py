@@ -32,7 +32,7 @@ DEMO_TODAY = dt.date(2026, 11, 23)
 LOGSEQ_PAGES = [
     "Flashcards.md", "Macros.md", "Aliases and external links.md", "Logseq Sync.md", "Math Block.md",
     "Keyboard shortcuts.md", "Global config.edn.md", "Cloze.md", "Code block.md", "Headings.md", "Queries.md",
-    "Tasks.md", "tutorial.md", "changelog_06.md", "Export.md", "Filename format.md",
+    "Tasks.md", "tutorial.md", "changelog_06.md", "Export.md", "Filename format.md", "faq.org",
 ]  # fmt: skip
 
 

@@ -4,7 +4,13 @@
 
 from __future__ import annotations
 
-from rag.llm.completing import with_announced_items, with_antecedents, with_how_it_is_done, with_reason
+from rag.llm.completing import (
+    with_announced_items,
+    with_antecedents,
+    with_how_it_is_done,
+    with_reason,
+    with_replies,
+)
 from rag.llm.context import ContextSource
 from rag.llm.listing import asks_overview, says_kind, spread, wants_all
 from rag.llm.transcripts import asks_what_busy_with, lines_said_by
@@ -48,6 +54,38 @@ def test_why_is_answered_by_the_reason_after_the_fact():
     assert with_reason("why is the budget going up", [fact, because], pool, max_sentences=4) == [fact, because]
     # A full answer gives up its weakest other sentence for the reason.
     assert with_reason("why is the budget going up", [fact, plans], pool, max_sentences=2) == [fact, reason]
+
+
+def test_a_question_a_page_asks_is_quoted_with_its_reply():
+    """A FAQ: the question repeats the asker's words, the reply after it says what they want."""
+    faq = ContextSource(n=1, title="faq", text="")
+    free = _line(faq, 0, "Is Logseq free?", 0.4)
+    pro = _line(faq, 1, "TLDR: Logseq is free but Logseq Pro is not.", 0.3)
+    asked = _line(faq, 2, "Can I backup my files to a cloud service such as Dropbox?", 0.9)
+    reply = _line(faq, 3, "Yes, you can use the desktop app to open your local folder.", 0.2)
+    nxt = _line(faq, 4, "Why was Logseq written in Clojure?", 0.5)
+    pool = [free, pro, asked, reply, nxt]
+    assert with_replies([asked], pool, max_sentences=4) == [asked, reply]
+    # The first question quoted gets its reply; a full answer gives up its weakest other sentence.
+    other = _line(ContextSource(n=3, title="Logseq Sync", text=""), 0, "Sync stores files encrypted.", 0.6)
+    assert with_replies([asked, other], pool, max_sentences=3) == [asked, reply, other]
+    assert with_replies([asked, other], pool, max_sentences=2) == [asked, reply]
+    # Another question is no reply, a statement needs none, and a meeting's questions are lent
+    # relevance instead.
+    assert with_replies([nxt], pool, max_sentences=4) == [nxt]
+    assert with_replies([pro], pool, max_sentences=4) == [pro]
+    meeting = ContextSource(n=2, title="weekly", text="")
+    spoken = _line(meeting, 0, "Can we ship on Friday?", 0.9, speaker="Maya")
+    answer = _line(meeting, 1, "Yes, if the tests pass.", 0.2, speaker="Leo")
+    assert with_replies([spoken], [spoken, answer], max_sentences=4) == [spoken]
+
+
+def test_a_quote_reads_as_text_without_bold_marks():
+    from rag.llm.sentences import cite
+
+    assert cite("**TLDR: Logseq is free, Pro is not.**", 1) == "TLDR: Logseq is free, Pro is not [1]."
+    assert cite("How can I donate money?**", 2) == "How can I donate money [2]?"
+    assert cite("Use `**kwargs` to pass **any** options", 3) == "Use `**kwargs` to pass any options [3]"
 
 
 def test_announced_items_are_quoted_all():
