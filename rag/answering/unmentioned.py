@@ -111,7 +111,8 @@ def question_subject(run: AskRun) -> list[str]:
 
 def subject_held(run: AskRun, answer: str, subject: list[str]) -> int:
     """How many of the ``subject`` words the answer holds: in its quotes, its cited sources'
-    titles, or stated in other words."""
+    titles, or stated in other words (a hyphen typed or not)."""
     said = " ".join([answer, *(d.best.title for d in run.docs if d.n in run.cited)])
-    terms = content_terms(said) | implied_terms(answer)
-    return sum(1 for w in subject if content_terms(w) <= terms)
+    # "oncall" typed is the "On-call" the sources write.
+    terms = {t.replace("-", "") for t in content_terms(said) | implied_terms(answer)}
+    return sum(1 for w in subject if {t.replace("-", "") for t in content_terms(w)} <= terms)

@@ -33,3 +33,35 @@ def test_a_missing_verb_names_the_claim(question, unmentioned, claim):
 )
 def test_otherwise_the_words_are_named(question, unmentioned):
     assert _claim(question, unmentioned) == ""
+
+
+def _run(searched: str, chips=(), docs=(), cited=()):
+    """What ``question_subject`` and ``subject_held`` read of an ask (no database needed)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(searched_query=searched, chips=list(chips), docs=list(docs), cited=list(cited))
+
+
+def test_a_questions_subject_is_what_is_left_without_its_period_people_and_kind_of_answer():
+    from types import SimpleNamespace
+
+    from rag.answering.unmentioned import question_subject
+
+    week = SimpleNamespace(field="date", phrase="last week")
+    assert question_subject(_run("what did we discuss last week about pgvector", [week])) == ["pgvector"]
+    leo = SimpleNamespace(field="people", phrase="leo")
+    month = SimpleNamespace(field="date", phrase="last month")
+    assert question_subject(_run("what did leo say last month", [leo, month])) == []
+
+
+def test_an_answer_holds_the_subject_in_its_quotes_titles_or_other_words_hyphen_or_not():
+    from types import SimpleNamespace
+
+    from rag.answering.unmentioned import subject_held
+
+    runbook = SimpleNamespace(n=1, best=SimpleNamespace(title="On-call runbook: ingestion backlog"))
+    run = _run("who is oncall this week", docs=[runbook], cited=[1])
+    assert subject_held(run, "If the ingestion backlog grows, first check the worker [1].", ["oncall"]) == 1
+    uncited = _run("who is oncall this week", docs=[runbook], cited=[])
+    assert subject_held(uncited, "The event loop runs the call stack [1].", ["oncall"]) == 0
+    assert subject_held(uncited, "Judgments can retune these weights [1].", ["change", "weights"]) == 2
