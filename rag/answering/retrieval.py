@@ -397,9 +397,7 @@ def _with_period_listing(run: AskRun, hits: list[Hit], *, applied: SearchFilters
     lifted = any(c.field == "date" for c in run.lifted)
     noun = period_listing(without_periods(run))
     # Without a period only meetings are listed whole: "anything?" or "all documents" asks no list.
-    if not (dated or lifted or noun == "meeting"):
-        return hits
-    if not noun:
+    if not noun or not (dated or lifted or noun == "meeting"):
         return hits
     chunks, listed = period_chunks(scope=run.scope, filters=applied, limit=depth, meetings=noun == "meeting")
     latest = lifted and not dated
