@@ -376,6 +376,16 @@ def asks_for_decisions(question: str) -> bool:
 _PLAIN_WORD_RE = re.compile(r"(?<![\w-])[^\W\d_]+(?![\w-])")
 
 
+def closed_compounds(words) -> dict[str, str]:
+    """The hyphenated ``words`` by the word they make typed without the hyphen ("oncall" →
+    "on-call"); a closed form two of them share ("email": "e-mail", "em-ail") is none of them."""
+    by_closed: dict[str, set[str]] = {}
+    for word in words:
+        if "-" in word:
+            by_closed.setdefault(word.replace("-", ""), set()).add(word)
+    return {closed: next(iter(found)) for closed, found in by_closed.items() if len(found) == 1}
+
+
 def joined_as_written(question: str, texts: list[str]) -> str:
     """``question`` with two adjacent words written as the one word ``texts`` hyphenate ("who is
     on call" → "who is on-call", "real time" → "real-time", and "oncall" typed closed up): a
@@ -385,7 +395,7 @@ def joined_as_written(question: str, texts: list[str]) -> str:
     if not compounds:
         return question
     # The pair typed as one word ("oncall", "realtime") is the compound too.
-    closed = {c.replace("-", ""): c for c in compounds}
+    closed = closed_compounds(compounds)
     question = _PLAIN_WORD_RE.sub(lambda m: closed.get(m.group(0).lower(), m.group(0)), question)
     words = list(_PLAIN_WORD_RE.finditer(question))
     out, last = [], 0

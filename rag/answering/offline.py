@@ -51,9 +51,11 @@ def _wider_when_off_subject(run: AskRun, llm, conversation: conv.Conversation, p
     is weaker than one without the filter: search everything, and keep that answer when it holds
     more of the subject (the chip then says everything was searched). Otherwise the first answer
     stands, as searched."""
+    if not liftable(run):  # most questions: no filter read from them
+        return parts
     subject = question_subject(run)
     held = subject_held(run, "".join(parts), subject)
-    if not subject or held or not liftable(run):
+    if not subject or held:
         return parts
     saved = copy.copy(run)
     saved_lifted = list(run.lifted)  # widen() extends the list in place

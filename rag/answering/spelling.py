@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from rag.words import COMMON_WORDS, WORD_RE, stem
+from rag.words import COMMON_WORDS, WORD_RE, closed_compounds, stem
 
 
 def edit_distance(a: str, b: str, limit: int = 3) -> int:
@@ -319,11 +319,9 @@ def dehyphenated(word: str, vocabulary: set[str]) -> str | None:
     ("oncall" for "on-call", "realtime" for "real-time"), in the case ``word`` was typed; None
     when the documents write none, or two. Not a guess: the same letters, only the hyphen left
     out. (``unglued`` needs halves of three letters; "on" is a half here.)"""
-    low = word.lower()
-    same = {v for v in vocabulary if "-" in v and v.replace("-", "") == low}
-    if len(same) != 1:
+    found = closed_compounds(vocabulary).get(word.lower())
+    if found is None:
         return None
-    found = next(iter(same))
     return found[:1].upper() + found[1:] if word[:1].isupper() else found
 
 

@@ -201,15 +201,13 @@ def with_replies(chosen: list[Sentence], candidates: list[Sentence], *, max_sent
     entry) is followed by the sentence after it, its reply ("Yes, you can use the desktop app…"): the
     question repeats the asker's words, the reply says what they want to know. (A meeting's
     replies are lent the question's relevance instead.)"""
-    at = {(c.source.n, c.position): c for c in candidates}
-    for asked in chosen:  # the first question quoted: the one closest to what was asked
-        if asked.speaker or not asked.asks:
-            continue
-        reply = at.get((asked.source.n, asked.position + 1))
-        if reply is None or reply.asks or any(c is reply for c in chosen):
-            return chosen
-        return _inserted(chosen, asked, [reply], max_sentences=max_sentences)
-    return chosen
+    asked = next((c for c in chosen if c.asks and not c.speaker), None)
+    if asked is None:
+        return chosen
+    reply = next((c for c in candidates if c.source.n == asked.source.n and c.position == asked.position + 1), None)
+    if reply is None or reply.asks or any(c is reply for c in chosen):
+        return chosen
+    return _inserted(chosen, asked, [reply], max_sentences=max_sentences)
 
 
 def completed(

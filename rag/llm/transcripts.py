@@ -222,7 +222,7 @@ def unvoiced_lead(question: str, q_terms: set[str], chosen: list[Sentence], sour
     acts = [t for t in _ACT_RECORD if t in q_terms]  # in the table's order: one reading of the question
     # A line of theirs that states another act is no answer either: "what did maya decide in
     # september" quoting her complaints there is still no decision of hers.
-    kin = frozenset().union(*(_ACT_KIN.get(a, frozenset({a})) for a in acts))
+    kin = frozenset().union(*(_ACT_KIN[a] for a in acts))
     if not subjects or not acts or not chosen or any(
         _voice(c, subjects) and kin & content_terms(c.text) for c in chosen
     ):
