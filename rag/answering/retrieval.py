@@ -60,6 +60,7 @@ from rag.search import (
 )
 from rag.selectors import check_query_model
 from rag.words import (
+    DECISION_TERMS,
     GENERIC_TERMS,
     WORD_RE,
     asked_listing,
@@ -67,6 +68,8 @@ from rag.words import (
 )
 
 logger = logging.getLogger(__name__)
+# Subject words an agenda item must share with a question to be its topic by the words alone.
+AGENDA_WORDS = 3
 
 
 @dataclass
@@ -255,7 +258,7 @@ def retrieve(run: AskRun, llm) -> None:
         h.rank = rank
     run.hits = hits
     run.docs = group_hits(hits)
-    _mark_agenda(run.docs, agenda, closeness)
+    _mark_agenda(run.docs, agenda, closeness, question=run.searched_query)
     run.topic = run.searched_query
     if analysis.counting:
         run.count = _count(run, analysis)
@@ -324,17 +327,30 @@ def _correct_spelling(run: AskRun, search, applied: SearchFilters, with_guesses:
     return True
 
 
-def _mark_agenda(docs: list[SourceDoc], agenda: dict[DocKey, list[str]], closeness: dict[str, float]) -> None:
+def _mark_agenda(
+    docs: list[SourceDoc], agenda: dict[DocKey, list[str]], closeness: dict[str, float], *, question: str
+) -> None:
     """Each document's agenda item the question is about, when one is close enough in meaning
     (``KNOWHUB_ASK_AGENDA_MATCH``): "Summarize the discussion on detecting linguistic features"
-    names a topic of that meeting, so its turns are quoted even where no single turn says so."""
+    names a topic of that meeting, so its turns are quoted even where no single turn says so.
+
+    An item that names much of what the question asks about is its topic however the model scores
+    the paraphrase: "the group's decisions on LSD screen, color and materials" is the item
+    "Decision making on screen, color, material, button…", near the threshold in meaning."""
     threshold = settings.KNOWHUB_ASK_AGENDA_MATCH
     if not threshold:
         return
+    asked = content_terms(question) - GENERIC_TERMS - DECISION_TERMS
     for doc in docs:
         topic = max(topics_of(doc.hits, agenda), key=closeness.__getitem__, default="")
-        if topic and closeness[topic] >= threshold:
+        if topic and (closeness[topic] >= threshold or _names_much_of(topic, asked)):
             doc.agenda = topic
+
+
+def _names_much_of(topic: str, asked: set[str]) -> bool:
+    """The agenda item holds at least three of the question's subject words, and half of them."""
+    shared = len(content_terms(topic) & asked)
+    return shared >= AGENDA_WORDS and 2 * shared >= len(asked)
 
 
 def _scored_like(extra: list[Hit], hits: list[Hit]) -> list[Hit]:

@@ -378,3 +378,44 @@ def test_ask_answers_a_question_naming_an_agenda_item_and_still_refuses_an_unrel
     )  # fmt: skip
     (turn,) = conversation_detail(user=user, conversation_id=kept["conversation_id"])["turns"]
     assert [s["agenda"] for s in turn["sources"] if s["cited"]] == ["Detecting important linguistic features"]
+
+
+@pytest.mark.django_db
+def test_an_agenda_item_naming_most_of_the_questions_subject_is_its_topic_whatever_the_models_score(local_embedder):
+    """"which screen, color and material did the team go for" is about the item "Decision making on
+    screen, color, material, button, company logo", though the model puts the two far apart in
+    meaning (0.40 against a threshold of 0.5): the item names three of its four subject words."""
+    from ingestion.sources.documents import transcript_to_document
+    from rag.answering.services import ask_collect
+    from rag.search import SearchFilters
+
+    def turns(*said):
+        return [{"speaker": speaker, "text": text} for speaker, text in said]
+
+    load(
+        [
+            transcript_to_document(
+                source_id="design", title="Detailed design", collection="meetings",
+                turns=turns(("Industrial Designer", "The chips made of silicon, I guess."),
+                            ("Marketing", "Young and dynamic people like soft things in primary tones."),
+                            ("Project Manager", "Fine, then we go with the rubber one in yellow.")),
+                topics=[{"topic": "Decision making on screen, color, material, button, company logo, etc.",
+                         "turn_start": 0, "turn_end": 2}],
+            ),
+            transcript_to_document(
+                source_id="garden", title="Garden committee", collection="meetings",
+                turns=turns(("Chair", "The tomato beds need watering twice a day in July."),
+                            ("Ben", "I will order the drip irrigation kit and install it in June.")),
+                topics=[{"topic": "Watering the vegetable beds", "turn_start": 0, "turn_end": 1}],
+            ),
+        ],
+        local_embedder,
+    )  # fmt: skip
+    result = ask_collect(
+        user=None, scope=Scope.everything(), query="which screen, color and material did the team go for",
+        filters=SearchFilters(collections=["meetings"]), embedder=local_embedder, log=False,
+    )  # fmt: skip
+    assert [s["source_id"] for s in result["sources"] if s["cited"]] == ["design"], result["answer"]
+    assert [s["agenda"] for s in result["sources"] if s["cited"]] == [
+        "Decision making on screen, color, material, button, company logo, etc."
+    ]
