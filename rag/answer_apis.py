@@ -196,7 +196,7 @@ class AskApi(APIView):
     InputSerializer = AskInputSerializer  # shared with the stream twin: one schema component
     OutputSerializer = AskOutputSerializer
 
-    @extend_schema(request=InputSerializer, responses={200: OutputSerializer, 400: dict})
+    @extend_schema(request=InputSerializer, responses={200: OutputSerializer, 400: dict, 409: dict})
     def post(self, request):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -224,6 +224,7 @@ class AskStreamApi(APIView):
                 description="text/event-stream: events status, sources, delta, citations, done, error"
             ),
             400: dict,
+            409: dict,
         },
     )
     def post(self, request):

@@ -50,10 +50,13 @@ def _tag_list(**kwargs):
 
 def search_request_refused(exc: SearchRequestError) -> APIException:
     """The API error for a refused search request, the same from every endpoint: a name that
-    does not exist for the caller is a 404 with its code (``unknown_collection``), a bad field
-    value a 400 ``invalid`` naming the field, anything else a 400 with its own code."""
+    does not exist for the caller is a 404 with its code (``unknown_collection``), an index of
+    another embedding model's vectors a 409, a bad field value a 400 ``invalid`` naming the field,
+    anything else a 400 with its own code."""
     if exc.code.startswith("unknown_"):
         return UnknownReference(detail=exc.detail, code=exc.code)
+    if exc.code == EmbeddingModelConflict.default_code:
+        return EmbeddingModelConflict(detail=exc.detail, code=exc.code)
     if exc.field:
         return serializers.ValidationError({exc.field: [exc.detail]})
     return BadRequest(detail=exc.detail, code=exc.code)

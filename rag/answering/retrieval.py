@@ -58,7 +58,6 @@ from rag.search import (
     SearchFilters,
     chunk_search,
 )
-from rag.selectors import check_query_model
 from rag.words import (
     DECISION_TERMS,
     GENERIC_TERMS,
@@ -196,7 +195,6 @@ def retrieve(run: AskRun, llm) -> None:
     guesses = settings.KNOWHUB_ASK_GUESSED_FILTERS
     if guesses == "filter":
         applied = with_guesses
-    check_query_model(embedder.name)  # chunk_search skips it when handed a vector
     query_vector = cached_query_vector(embedder, run.searched_query[:MAX_QUERY_CHARS])
 
     # Deeper than the chunks answered from, so that several documents can be among the sources.

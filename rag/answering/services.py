@@ -37,6 +37,7 @@ from rag.answering.sources import (
     renumber,
 )
 from rag.answering.unmentioned import unmentioned_note
+from rag.embeddings import get_embedder
 from rag.interactions import interaction_record
 from rag.llm import Completion, LLMError, UnknownModel, get_llm, model_info
 from rag.search import (
@@ -45,6 +46,7 @@ from rag.search import (
     SearchRequestError,
     validate_query,
 )
+from rag.selectors import EmbeddingModelMismatch, check_query_model
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +57,8 @@ NOTHING_VISIBLE = "Nothing in the sources visible to you answers this question."
 
 
 # A request the pipeline refuses before doing anything: the one error of search requests, with
-# the ask-only codes (unknown_model, invalid_conversation_id, invalid_ignore_filters) besides.
+# the ask-only codes (unknown_model, invalid_conversation_id, invalid_ignore_filters) besides,
+# and embedding_model_mismatch: an index of another model's vectors answers nothing until reembedded.
 AskError = SearchRequestError
 
 
@@ -111,6 +114,10 @@ def ask(
         raise AskError("unknown_model", str(exc)) from exc
     if conversation_id is not None and not conv.CONVERSATION_ID_RE.match(conversation_id):
         raise AskError("invalid_conversation_id", "conversation_id must be 1-64 letters, digits, '-' or '_'.")
+    try:  # the search is handed the query's vector, so it does not check this itself
+        check_query_model((embedder or get_embedder()).name)
+    except EmbeddingModelMismatch as exc:
+        raise AskError("embedding_model_mismatch", str(exc)) from exc
     ignored = validate_ignore_filters(ignore_filters)
     conversation_id, continued = history.conversation_id_for_ask(user=user, conversation_id=conversation_id)
     run = AskRun(
@@ -263,6 +270,8 @@ def _pipeline(run: AskRun) -> Iterator[AskEvent]:
         yield AskEvent("citations", {"citations": _citations(run), "sources": [d.as_dict() for d in run.docs]})
         _record(run)
         yield AskEvent("done", _done_payload(run))
+    except EmbeddingModelMismatch as exc:  # the index moved to another model since ask() checked
+        yield AskEvent("error", {"error": "embedding_model_mismatch", "detail": str(exc)})
     except GeneratorExit:
         run.stopped = True
         logger.info("ask stopped by the client after %.0f ms", run.elapsed_ms())

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from rag.acl import Scope
 from rag.embeddings import EmbeddingError, build_embedder
 from rag.embeddings.onnx_export import export_model, outlier_channels, package_dir, split_outliers, tokenizer_for
-from rag.models import Chunk
+from rag.models import Chunk, Conversation
 from rag.search import chunk_search
 from rag.selectors import EmbeddingModelMismatch
 from tests.rag.factories import TOPICS, doc, load
@@ -158,6 +158,27 @@ def test_switching_backend_is_a_reembed_never_a_mix(torch_embedder, onnx_embedde
     assert hits[0].source_id == "closures"
     with pytest.raises(EmbeddingModelMismatch):
         chunk_search(query="what is a closure", scope=Scope.everything(), embedder=torch_embedder)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_question_to_an_index_of_another_runtime_says_to_reembed_never_a_500(torch_embedder, api_client, user):
+    """After an upgrade that changes the default runtime's vectors (a new int8 recipe), the index
+    still holds the old ones until `manage.py reembed`: a question is refused with that, as a search
+    is (409), on the API, its stream and the CLI, and nothing is logged."""
+    from django.core.management.base import CommandError
+
+    from feedback.models import Interaction
+
+    load([doc(key, title, text) for key, (title, text) in TOPICS.items()], torch_embedder)
+    api_client.force_authenticate(user)
+    for path in ("/rag/ask", "/rag/ask/stream"):
+        response = api_client.post(path, {"query": "what is a closure"}, format="json")
+        assert response.status_code == 409, path
+        body = response.json()
+        assert body["error"] == "embedding_model_mismatch" and "manage.py reembed" in body["detail"]
+    with pytest.raises(CommandError, match="manage.py reembed"):
+        call_command("ask", "what is a closure", "--all-projects")
+    assert not Interaction.objects.exists() and not Conversation.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)
