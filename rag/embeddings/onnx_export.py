@@ -25,9 +25,8 @@ whichever instructions its CPU has.
 
 The graph is exported with BERT's plain ("eager") attention. PyTorch's fused attention exports, in
 every layer, extra operators that guard rows the mask leaves empty; each text runs alone, without
-padding, so they only cost time. Each product's bias is added to its
-int8 part before the fp32 share of the outlier channels joins it, so ONNX Runtime folds the bias
-into the int8 product.
+padding, so they only cost time. Each product's bias is added to its int8 part before the fp32
+share of the outlier channels joins it, so ONNX Runtime folds the bias into the int8 product.
 """
 
 from __future__ import annotations

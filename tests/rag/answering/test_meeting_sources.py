@@ -381,7 +381,7 @@ def test_ask_answers_a_question_naming_an_agenda_item_and_still_refuses_an_unrel
 
 
 @pytest.mark.django_db
-def test_an_agenda_item_naming_most_of_the_questions_subject_is_its_topic_whatever_the_models_score(local_embedder):
+def test_an_agenda_item_naming_three_of_the_questions_subject_words_is_its_topic_whatever_the_score(local_embedder):
     """"which screen, color and material did the team go for" is about the item "Decision making on
     screen, color, material, button, company logo", though the model puts the two far apart in
     meaning (0.40 against a threshold of 0.5): the item names three of its four subject words."""
