@@ -327,32 +327,38 @@ def test_a_question_naming_a_speaker_quotes_that_speaker(local_embedder):
     assert chosen and chosen[0].speaker == "Grad A"
 
 
+def meeting(source_id: str, title: str, topic: str, *said: tuple[str, str]):
+    """A transcript whose turns are all filed under one agenda item."""
+    from ingestion.sources.documents import transcript_to_document
+
+    return transcript_to_document(
+        source_id=source_id, title=title, collection="meetings",
+        turns=[{"speaker": speaker, "text": text} for speaker, text in said],
+        topics=[{"topic": topic, "turn_start": 0, "turn_end": len(said) - 1}],
+    )  # fmt: skip
+
+
+DESIGN_ITEM = "Decision making on screen, color, material, button, company logo, etc."
+GARDEN_TURNS = (
+    ("Chair", "The tomato beds need watering twice a day in July."),
+    ("Ben", "I will order the drip irrigation kit and install it in June."),
+)
+
+
 @pytest.mark.django_db
 def test_ask_answers_a_question_naming_an_agenda_item_and_still_refuses_an_unrelated_one(local_embedder, user):
     """Through the whole pipeline: two meetings filed under agenda items; the question names one
     item of the second meeting in words none of its turns use."""
-    from ingestion.sources.documents import transcript_to_document
     from rag.answering.history import conversation_detail
     from rag.answering.services import ask_collect
     from rag.search import SearchFilters
 
-    def turns(*said):
-        return [{"speaker": speaker, "text": text} for speaker, text in said]
-
     load(
         [
-            transcript_to_document(
-                source_id="garden", title="Garden committee", collection="meetings",
-                turns=turns(("Chair", "The tomato beds need watering twice a day in July."),
-                            ("Ben", "I will order the drip irrigation kit and install it in June.")),
-                topics=[{"topic": "Watering the vegetable beds", "turn_start": 0, "turn_end": 1}],
-            ),
-            transcript_to_document(
-                source_id="speech", title="Speech group", collection="meetings",
-                turns=turns(("Grad A", "So we ran the nets on the new set and the numbers came back this morning."),
-                            ("Professor C", "We should cluster them first, then see which hold up across speakers.")),
-                topics=[{"topic": "Detecting important linguistic features", "turn_start": 0, "turn_end": 1}],
-            ),
+            meeting("garden", "Garden committee", "Watering the vegetable beds", *GARDEN_TURNS),
+            meeting("speech", "Speech group", "Detecting important linguistic features",
+                    ("Grad A", "So we ran the nets on the new set and the numbers came back this morning."),
+                    ("Professor C", "We should cluster them first, then see which hold up across speakers.")),
         ],
         local_embedder,
     )  # fmt: skip
@@ -385,29 +391,16 @@ def test_an_agenda_item_naming_three_of_the_questions_subject_words_is_its_topic
     """"which screen, color and material did the team go for" is about the item "Decision making on
     screen, color, material, button, company logo", though the model puts the two far apart in
     meaning (0.40 against a threshold of 0.5): the item names three of its four subject words."""
-    from ingestion.sources.documents import transcript_to_document
     from rag.answering.services import ask_collect
     from rag.search import SearchFilters
 
-    def turns(*said):
-        return [{"speaker": speaker, "text": text} for speaker, text in said]
-
     load(
         [
-            transcript_to_document(
-                source_id="design", title="Detailed design", collection="meetings",
-                turns=turns(("Industrial Designer", "The chips made of silicon, I guess."),
-                            ("Marketing", "Young and dynamic people like soft things in primary tones."),
-                            ("Project Manager", "Fine, then we go with the rubber one in yellow.")),
-                topics=[{"topic": "Decision making on screen, color, material, button, company logo, etc.",
-                         "turn_start": 0, "turn_end": 2}],
-            ),
-            transcript_to_document(
-                source_id="garden", title="Garden committee", collection="meetings",
-                turns=turns(("Chair", "The tomato beds need watering twice a day in July."),
-                            ("Ben", "I will order the drip irrigation kit and install it in June.")),
-                topics=[{"topic": "Watering the vegetable beds", "turn_start": 0, "turn_end": 1}],
-            ),
+            meeting("design", "Detailed design", DESIGN_ITEM,
+                    ("Industrial Designer", "The chips made of silicon, I guess."),
+                    ("Marketing", "Young and dynamic people like soft things in primary tones."),
+                    ("Project Manager", "Fine, then we go with the rubber one in yellow.")),
+            meeting("garden", "Garden committee", "Watering the vegetable beds", *GARDEN_TURNS),
         ],
         local_embedder,
     )  # fmt: skip
@@ -416,6 +409,4 @@ def test_an_agenda_item_naming_three_of_the_questions_subject_words_is_its_topic
         filters=SearchFilters(collections=["meetings"]), embedder=local_embedder, log=False,
     )  # fmt: skip
     assert [s["source_id"] for s in result["sources"] if s["cited"]] == ["design"], result["answer"]
-    assert [s["agenda"] for s in result["sources"] if s["cited"]] == [
-        "Decision making on screen, color, material, button, company logo, etc."
-    ]
+    assert [s["agenda"] for s in result["sources"] if s["cited"]] == [DESIGN_ITEM]
