@@ -61,6 +61,7 @@ from rag.search import (
 from rag.words import (
     DECISION_TERMS,
     GENERIC_TERMS,
+    KIND_OF_ANSWER_TERMS,
     WORD_RE,
     asked_listing,
     content_terms,
@@ -338,7 +339,7 @@ def _mark_agenda(
     threshold = settings.KNOWHUB_ASK_AGENDA_MATCH
     if not threshold:
         return
-    asked = content_terms(question) - GENERIC_TERMS - DECISION_TERMS
+    asked = content_terms(question) - KIND_OF_ANSWER_TERMS - DECISION_TERMS  # its subject, not its grammar
     for doc in docs:
         topic = max(topics_of(doc.hits, agenda), key=closeness.__getitem__, default="")
         if topic and (closeness[topic] >= threshold or _names_much_of(topic, asked)):
