@@ -106,6 +106,10 @@ class Chunk(models.Model):
             models.Index(name="chunk_source_idx", fields=["collection", "source_type", "source_id"]),
             models.Index(name="chunk_domain_idx", fields=["domain"]),
             models.Index(name="chunk_date_idx", fields=["date"]),
+            # Which models made the live chunks, read on every ask (rag.selectors.index_models).
+            models.Index(
+                name="chunk_live_model_idx", fields=["embedding_model"], condition=models.Q(deleted_at__isnull=True)
+            ),
         ]
         constraints = [
             models.CheckConstraint(
@@ -171,6 +175,20 @@ class TermStat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.collection}:{self.lexeme} {self.docs:+d}"
+
+
+class IndexVersion(models.Model):
+    """A counter of changes to the index, one row that every process reads: what a process caches
+    from the index (the facet counts) is keyed by it, so a change written by a worker or another
+    web process shows at once, not after the cache's timeout (``rag.index_version``)."""
+
+    version = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "rag_index_version"
+
+    def __str__(self) -> str:
+        return f"index version {self.version}"
 
 
 class Conversation(models.Model):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections, router
 
 from rag.acl import Scope
 from rag.db_ops import column_dims
@@ -55,11 +55,25 @@ def embedding_column_dims() -> int:
         return column_dims(cursor)
 
 
+# Walks the index of the live chunks' models (``chunk_live_model_idx``) from one model to the next:
+# a probe per distinct model, however many chunks there are.
+INDEX_MODELS_SQL = """
+    WITH RECURSIVE models(name) AS (
+        (SELECT embedding_model FROM rag_chunk WHERE deleted_at IS NULL ORDER BY embedding_model LIMIT 1)
+        UNION ALL
+        SELECT (SELECT c.embedding_model FROM rag_chunk c
+                WHERE c.deleted_at IS NULL AND c.embedding_model > models.name
+                ORDER BY c.embedding_model LIMIT 1)
+        FROM models WHERE models.name IS NOT NULL)
+    SELECT name FROM models WHERE name IS NOT NULL"""
+
+
 def index_models() -> list[str]:
-    """The embedding models that produced the live chunks."""
-    return list(
-        Chunk.objects.filter(deleted_at__isnull=True).values_list("embedding_model", flat=True).distinct()
-    )
+    """The embedding models that produced the live chunks. Every ask checks them, so this never
+    reads every chunk (``INDEX_MODELS_SQL``)."""
+    with connections[router.db_for_read(Chunk)].cursor() as cursor:
+        cursor.execute(INDEX_MODELS_SQL)
+        return [name for (name,) in cursor.fetchall()]
 
 
 def check_query_model(model_name: str) -> None:

@@ -417,6 +417,7 @@ def index_reembed(
         cursor.execute(f"ALTER TABLE {table} DROP COLUMN IF EXISTS embedding_next")
         cursor.execute(f"ALTER TABLE {table} DROP COLUMN IF EXISTS embedding_model_next")
         cursor.execute(f"DROP INDEX IF EXISTS {table}_embedding_next_hnsw")
+        cursor.execute(f"DROP INDEX IF EXISTS {table}_model_next_live_idx")
         cursor.execute(f"ALTER TABLE {table} ADD COLUMN embedding_next vector({dims})")
         # Kept in the row like the column it replaces (rag migration 0004_inline_vectors).
         cursor.execute(f"ALTER TABLE {table} ALTER COLUMN embedding_next SET STORAGE MAIN")
@@ -466,6 +467,11 @@ def index_reembed(
         )
         moved = fill(cursor, limit=None)
         cursor.execute(db_ops.hnsw_index_sql(f"{table}_embedding_next_hnsw", "embedding_next", dims, table=table))
+        # The live chunks' models, read on every ask, are indexed on the new column as on the old.
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS {table}_model_next_live_idx ON {table} (embedding_model_next) "
+            "WHERE deleted_at IS NULL"
+        )
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
         moved += fill(cursor, limit=None)
@@ -481,10 +487,8 @@ def index_reembed(
             ALTER TABLE {table} ALTER COLUMN embedding SET NOT NULL;
             ALTER TABLE {table} ALTER COLUMN embedding_model SET NOT NULL;
             ALTER INDEX {table}_embedding_next_hnsw RENAME TO chunk_embedding_hnsw;
+            ALTER INDEX {table}_model_next_live_idx RENAME TO chunk_live_model_idx;
             """
         )
-    from rag.search import reset_model_check
-
-    reset_model_check()
     logger.info("re-embedded %s chunks with %s (%s dims)", moved, target.name, dims)
     return {"reembedded": moved, "model": target.name, "dims": dims}

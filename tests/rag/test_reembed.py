@@ -5,11 +5,18 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.utils import timezone
 
 from rag.acl import Scope
 from rag.models import Chunk
 from rag.search import chunk_search
-from rag.selectors import EmbeddingModelMismatch, embedding_column_dims
+from rag.selectors import (
+    INDEX_MODELS_SQL,
+    EmbeddingModelMismatch,
+    check_query_model,
+    embedding_column_dims,
+    index_models,
+)
 from rag.services import chunk_upsert, index_reembed
 from rag.units import SourceDocument, Unit
 from tests.conftest import HashingEmbedder
@@ -27,9 +34,9 @@ def _column_dims() -> int:
     return embedding_column_dims()
 
 
-def _index_definition() -> str:
+def _index_definition(name: str = "chunk_embedding_hnsw") -> str:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_get_indexdef('chunk_embedding_hnsw'::regclass)")
+        cursor.execute("SELECT pg_get_indexdef(%s::regclass)", [name])
         return cursor.fetchone()[0]
 
 
@@ -55,6 +62,7 @@ def test_reembed_moves_every_chunk_and_search_never_goes_empty(local_embedder):
     assert seen_during_move and all(n > 0 for n in seen_during_move)
     assert _column_dims() == 16
     assert "halfvec(16)) halfvec_cosine_ops" in _index_definition()  # the graph moved with the column
+    assert "(embedding_model) WHERE (deleted_at IS NULL)" in _index_definition("chunk_live_model_idx")
     assert set(Chunk.objects.values_list("embedding_model", flat=True)) == {"test:hashing-16"}
     with pytest.raises(EmbeddingModelMismatch, match="reembed"):
         chunk_search(query="event loop", scope=Scope.everything(), embedder=local_embedder)
@@ -75,3 +83,38 @@ def test_reembed_moves_every_chunk_and_search_never_goes_empty(local_embedder):
     assert set(Chunk.objects.values_list("embedding_model", flat=True)) == {local_embedder.name}
     top = chunk_search(query="what does the event loop do", scope=Scope.everything(), embedder=local_embedder).hits[0]
     assert "event loop" in top.content
+
+
+@pytest.mark.django_db
+def test_the_index_models_are_each_live_model_once_and_never_a_hidden_chunks():
+    def upsert(model: str, source_id: str, n: int) -> None:
+        docs = [
+            SourceDocument(
+                collection="notes", source_type="note", source_id=source_id,
+                units=[Unit(unit_anchor=f"u{i}", content=f"{TOPICS[i]} ({source_id})") for i in range(n)],
+            )
+        ]  # fmt: skip
+        chunk_upsert(documents=docs, embedder=HashingEmbedder(name=model))
+
+    upsert("test:b", "b", 3)
+    upsert("test:a", "a", 2)
+    upsert("test:c", "c", 1)
+    assert index_models() == ["test:a", "test:b", "test:c"]
+    Chunk.objects.filter(source_id="c").update(deleted_at=timezone.now())
+    assert index_models() == ["test:a", "test:b"]
+    with pytest.raises(EmbeddingModelMismatch, match="test:b"):
+        check_query_model("test:a")
+    Chunk.objects.filter(source_id="b").update(deleted_at=timezone.now())
+    check_query_model("test:a")
+    Chunk.objects.update(deleted_at=timezone.now())
+    assert index_models() == []
+
+
+@pytest.mark.django_db
+def test_the_index_models_are_read_from_their_index_not_by_reading_every_chunk():
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # the few test rows would be read whole anyway
+        cursor.execute("SET LOCAL enable_bitmapscan = off")
+        cursor.execute(f"EXPLAIN {INDEX_MODELS_SQL}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "chunk_live_model_idx" in plan, plan
