@@ -418,7 +418,7 @@ def test_facet_counts_are_fresh_after_an_upload(demo, settings, django_capture_o
     with django_capture_on_commit_callbacks(execute=True):  # the upload commits (the test never does)
         chunk_upsert(
             documents=[SourceDocument(collection="uploads", source_type="file", source_id="f1",
-                                      units=[Unit(unit_anchor="b", title="Memo", content="A memo uploaded just now.")])],
+                                      units=[Unit(unit_anchor="b", title="Memo", content="A memo, just now.")])],
         )  # fmt: skip
     after = {c["value"]: c["count"] for c in facet_values(scope=scope).collections}
     assert after.get("uploads") == 1
