@@ -41,6 +41,7 @@ from rag.answering.spelling import (
     acronyms_of,
     correct_query,
     find_name,
+    hyphenated_pairs,
     pairs_of,
     unknown_words,
     vocabulary_of,
@@ -308,22 +309,35 @@ def _correct_spelling(run: AskRun, search, applied: SearchFilters, with_guesses:
     the keyword search and the answer's quoting match it. True when the query changed.
 
     The documents a guessed tag or name finds are read too: "who is oncall" guesses the tag
-    "oncall", whose runbook writes "On-call" where a search by meaning finds the call stack."""
-    typos = run.unknown - people_words(run)
-    if not typos or run.corrections:
-        return False
-    hits = search(applied)
-    if with_guesses != applied:
-        hits += search(with_guesses)
-    texts = [f"{h.title}. {h.content}" for h in hits]
-    words = {"vocabulary": vocabulary_of(texts), "pairs": pairs_of(texts), "acronyms": acronyms_of(texts, typos)}
-    corrected, fixes = correct_query(run.searched_query, unknown=typos, **words)
+    "oncall", whose runbook writes "On-call" where a search by meaning finds the call stack.
+
+    Two words typed apart that the documents write hyphenated ("who is on call") are that word."""
+    if run.corrections:
+        return False  # corrected already (a lifted filter searches again)
+    fixes = hyphenated_pairs(run.searched_query, scope=run.scope)
+    corrected = _replaced(run.searched_query, fixes)
+    asked = _replaced(run.corrected_query or run.query, fixes)
+    if typos := run.unknown - people_words(run):
+        hits = search(applied)
+        if with_guesses != applied:
+            hits += search(with_guesses)
+        texts = [f"{h.title}. {h.content}" for h in hits]
+        words = {"vocabulary": vocabulary_of(texts), "pairs": pairs_of(texts), "acronyms": acronyms_of(texts, typos)}
+        corrected, typed = correct_query(corrected, unknown=typos, **words)
+        asked = correct_query(asked, unknown=typos, **words)[0]
+        fixes |= typed
     if not fixes:
         return False
     run.corrections = fixes
     run.searched_query = corrected[:MAX_QUERY_CHARS]
-    run.corrected_query = correct_query(run.corrected_query or run.query, unknown=typos, **words)[0]
+    run.corrected_query = asked if asked != run.query else ""
     return True
+
+
+def _replaced(text: str, fixes: dict[str, str]) -> str:
+    for typed, written in fixes.items():
+        text = re.sub(rf"(?<![\w-]){re.escape(typed)}(?![\w-])", written, text)
+    return text
 
 
 def _mark_agenda(

@@ -447,6 +447,37 @@ def pairs_of(texts: list[str]) -> set[str]:
     return pairs
 
 
+def hyphenated_pairs(query: str, *, scope) -> dict[str, str]:
+    """Two words of ``query`` typed apart that the documents visible in ``scope`` write as one
+    hyphenated word ("on call" for "on-call", "follow up" for "follow-up"): the pair → that word.
+    Both halves are words the index knows, so no correction of a typo finds them; searched apart,
+    "who is on call" is a question about "call" (the call stack), which is not what was asked.
+    The hyphenated word is the documents' own, not a guess."""
+    from django.db import connection
+
+    from rag.search import SearchFilters, filter_sql
+
+    words = list(re.finditer(_LETTERS, query))
+    typed = {
+        f"{a.group(0)} {b.group(0)}": f"{a.group(0)}-{b.group(0)}".lower()
+        for a, b in zip(words, words[1:], strict=False)
+        if re.fullmatch(r"[ \t]+", query[a.end() : b.start()])
+    }
+    if not typed:
+        return {}
+    where, params = filter_sql(SearchFilters(), scope)
+    with connection.cursor() as cursor:
+        # The keyword index keeps a hyphenated word whole beside its halves ("on-cal", "call").
+        cursor.execute(
+            f"""SELECT w FROM unnest(%(words)s::text[]) AS w
+                WHERE EXISTS (SELECT 1 FROM rag_chunk c
+                              WHERE c.tsv @@ plainto_tsquery('english', w) AND {where})""",
+            {**params, "words": sorted(set(typed.values()))},
+        )
+        held = {row[0] for row in cursor.fetchall()}
+    return {pair: joined for pair, joined in typed.items() if joined in held}
+
+
 def unknown_words(words: set[str], *, scope) -> set[str]:
     """Those of ``words`` (lower case) that no document visible in ``scope`` holds, as the keyword
     index reads them (stop words, which it drops, count as known)."""

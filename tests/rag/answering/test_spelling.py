@@ -16,6 +16,7 @@ from rag.answering.spelling import (
     correction,
     dehyphenated,
     edit_distance,
+    hyphenated_pairs,
     pairs_of,
     slip_of_common_word,
     unknown_words,
@@ -191,6 +192,19 @@ def test_unknown_words_are_those_no_visible_document_holds(demo):
     assert unknown_words({"flashcrds", "notion", "sync", "the"}, scope=scope) == {"flashcrds"}
     # "latency" is only in a restricted meeting: to an outsider it is a word no document holds.
     assert "latency" in unknown_words({"latency"}, scope=Scope.for_user(demo["outsider"]))
+
+
+@pytest.mark.django_db
+def test_two_words_typed_apart_that_the_visible_documents_hyphenate_are_that_word(demo):
+    member, outsider = Scope.for_user(demo["member"]), Scope.for_user(demo["outsider"])
+    assert hyphenated_pairs("who is on call this week", scope=member) == {"on call": "on-call"}
+    assert hyphenated_pairs("what is the call stack", scope=member) == {}
+    # "acknowledged-late" is written only in a runbook the outsider may not see.
+    assert hyphenated_pairs("are tasks acknowledged late", scope=member) == {"acknowledged late": "acknowledged-late"}
+    assert hyphenated_pairs("are tasks acknowledged late", scope=outsider) == {}
+    body = ask(demo["member"], "who is on call")
+    assert body["searched_query"] == "who is on-call", body["searched_query"]
+    assert "call stack" not in body["answer"], body["answer"]
 
 
 @pytest.mark.django_db
