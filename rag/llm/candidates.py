@@ -234,16 +234,18 @@ def norm(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", re.sub(r"\[\d+\]", " ", text.lower())))
 
 
-def of_the_names(question: str, candidates: list[Sentence]) -> list[Sentence]:
+def of_the_names(question: str, candidates: list[Sentence], *, sources: list[Sentence] | None = None) -> list[Sentence]:
     """The candidates but the spoken lines that say the question's thing of another name: "The
     nightly Notion sync hit rate limits" for "how often does the logseq sync run", where "Logseq"
     is a name too (the sources write it with a capital). A line that also says the question's name
     stays, and so does every written sentence: an article names its subject in many ways ("Union
-    law" for "EU law")."""
+    law" for "EU law"). Names are read in all of ``sources``' lines (default: the candidates): when
+    the candidates are a few lines picked from them ("who owns the notion sync" keeping the one
+    decision on a sync, the Logseq one), the question's name is still a name they write."""
     if not any(c.speaker for c in candidates):  # written sources only: nothing to drop
         return candidates
     words = [w.lower() for w in re.findall(r"[\w-]+", question)]
-    written = " ".join(c.text for c in candidates)
+    written = " ".join(c.text for c in (sources or candidates))
     names = {m.lower() for m in re.findall(r"(?<=\w )([A-Z][\w-]+)", written)}  # capitalised mid-sentence
     pairs = [(a, b) for a, b in zip(words, words[1:], strict=False) if a in names and len(b) > 2 and b not in names]
     out = []

@@ -266,7 +266,10 @@ class ExtractiveLLM:
         if counting:  # the quotes are examples of what the metadata counted
             kept = examples_of(counted_target(stated, STATED_COUNT), kept or candidates) or kept
         pool, pool_vecs = _only(kept, candidates, vecs)
-        pool, pool_vecs = _only(of_the_names(question, pool), pool, pool_vecs)  # not "the Notion sync"
+        # Not "the Logseq sync" for "the notion sync" (the names as all the lines write them), also
+        # when that was the only line kept: then any line but those of another name.
+        named = of_the_names(question, pool, sources=candidates) or of_the_names(question, candidates)
+        pool, pool_vecs = _only(named, candidates, vecs)
         leads = self._leads(pool, q_terms, question, prose=prose) if not narrowed else None
         # "How many people joined the pilot?" opens with the line giving a number of them, where
         # one does ("pilot with five analysts"), not with a closer line counting something else.

@@ -297,3 +297,18 @@ def test_a_line_on_the_same_thing_of_another_name_is_no_answer():
     # that names no such pair.
     assert "The Notion sync and the Logseq sync share a queue." in kept
     assert len(of_the_names("how often does the sync run", lines)) == len(lines)
+
+
+def test_the_names_of_a_few_kept_lines_are_read_in_all_the_lines(local_embedder):
+    weekly = ContextSource(n=1, title="Platform weekly", text=(
+        "Sam Okafor: The nightly Notion sync hit rate limits twice.\n"
+        "Maya Chen: Decision: move the Logseq sync to every fifteen minutes."
+    ))  # fmt: skip
+    lines = unsaid_sentences([weekly], "")
+    decision = [c for c in lines if c.text.startswith("Decision")]
+    # Kept alone, the decision's "Logseq" is the one name in sight; all the lines also write "Notion".
+    assert of_the_names("who owns the notion sync", decision) == decision
+    assert of_the_names("who owns the notion sync", decision, sources=lines) == []
+    llm = ExtractiveLLM(embedder=local_embedder)
+    chosen, _ = llm.select(question="who owns the notion sync", sources=[weekly])
+    assert [c.text for c in chosen] == ["The nightly Notion sync hit rate limits twice."]
