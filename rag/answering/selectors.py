@@ -11,6 +11,7 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -58,11 +59,26 @@ class Facets:
 
 
 def _scope_key(scope: Scope, collections: list[str] | None) -> str:
-    # Keyed by the index's version: an upload changes the counts at once, not after the timeout.
-    raw = (
-        f"{index_version()}|{scope.staff}|{sorted(scope.project_ids)}|{scope.owner_hash}|{sorted(collections or [])}"
-    )
+    raw = f"{scope.staff}|{sorted(scope.project_ids)}|{scope.owner_hash}|{sorted(collections or [])}"
     return "knowhub:facets:" + hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+# On a large index, where counting every chunk takes seconds, counts made for an earlier version
+# serve for this many times as long as counting took: a stream of changes then costs at most a
+# tenth of the time in recounting. Quicker counts are made again with every change.
+RECOUNT_COST_RATIO = 10.0
+SLOW_COUNT_SECONDS = 1.0
+
+
+def _still_fresh(cached: dict | None, version: int) -> bool:
+    """Counts made for the index's ``version`` serve until the cache's timeout; older ones, when
+    counting was slow, while they are younger than ``RECOUNT_COST_RATIO`` times it took."""
+    if not cached or "facets" not in cached:
+        return False
+    if cached["version"] == version:
+        return True
+    age = time.time() - cached["at"]  # the wall clock: a cache may be shared by processes
+    return cached["seconds"] >= SLOW_COUNT_SECONDS and age < RECOUNT_COST_RATIO * cached["seconds"]
 
 
 _DOC = "count(DISTINCT (c.collection, c.source_type, c.source_id))"
@@ -78,10 +94,10 @@ def _rows(sql: str, params: dict) -> list[dict]:
 def facet_values(*, scope: Scope, collections: list[str] | None = None, use_cache: bool = True) -> Facets:
     """People, tags, entities, domains and collections the scope can see (cached per scope)."""
     key = _scope_key(scope, collections)
-    if use_cache:
-        cached = cache.get(key)
-        if cached is not None:
-            return Facets(**cached)
+    version = index_version()  # an upload, a worker's sync: the counts are made again at once
+    if use_cache and _still_fresh(cached := cache.get(key), version):
+        return Facets(**cached["facets"])
+    started = time.monotonic()
     where, params = search_filter_sql(SearchFilters(collections=collections or None), scope)
     params["lim"] = FACET_LIMIT
 
@@ -134,7 +150,8 @@ def facet_values(*, scope: Scope, collections: list[str] | None = None, use_cach
         date_max=date_max.isoformat() if date_max else None,
         latest_meeting=latest_meeting.isoformat() if latest_meeting else None,
     )
-    cache.set(key, facets.as_dict(), settings.KNOWHUB_FACET_CACHE_SECONDS)
+    entry = {"version": version, "at": time.time(), "seconds": time.monotonic() - started}
+    cache.set(key, {**entry, "facets": facets.as_dict()}, settings.KNOWHUB_FACET_CACHE_SECONDS)
     return facets
 
 

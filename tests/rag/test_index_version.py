@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from django.db import connection
 
 from rag.acl import Scope
-from rag.answering.selectors import facet_values
+from rag.answering.selectors import RECOUNT_COST_RATIO, _still_fresh, facet_values
 from rag.index_version import index_version
 from rag.services import chunk_upsert, source_soft_delete
 from rag.units import SourceDocument, Unit
@@ -53,3 +54,16 @@ def test_the_version_moves_once_a_change_commits_and_not_for_nothing():
     assert index_version() == start + 1
     assert source_soft_delete(collection="notes", source_type="note", source_ids=["a"]) == 1
     assert index_version() == start + 2
+
+
+def test_counts_of_an_earlier_version_serve_only_while_recounting_would_cost_too_much():
+    now = time.time()
+
+    def made(seconds_ago: float, took: float, version: int = 1) -> dict:
+        return {"version": version, "at": now - seconds_ago, "seconds": took, "facets": {}}
+
+    assert _still_fresh(made(600, 0.01), 1)  # this version's counts: until the cache's timeout
+    assert not _still_fresh(made(0.05, 0.01), 2)  # a small index is counted again at once
+    assert _still_fresh(made(RECOUNT_COST_RATIO * 5 - 5, 5.0), 2)  # counting every chunk took 5 s
+    assert not _still_fresh(made(RECOUNT_COST_RATIO * 5 + 5, 5.0), 2)
+    assert not _still_fresh(None, 1)
