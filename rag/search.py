@@ -286,15 +286,34 @@ def _candidate_sql(
     """
 
 
+_checked_models: dict[str, float] = {}
+MODEL_CHECK_SECONDS = 60.0
+
+
+def reset_model_check() -> None:
+    """Forget which query models were checked (the index just moved to another model)."""
+    _checked_models.clear()
+
+
 def _dimension_mismatch(exc: Exception, embedder: Embedder | None) -> Exception:
     """A vector of another size than the column's: the index moved since the last check."""
     if "dimensions" not in str(exc):
         return exc
+    reset_model_check()
     name = getattr(embedder, "name", "the query model")
     return EmbeddingModelMismatch(
         f"The index holds vectors of another size than {name} makes. "
         f"Run `manage.py reembed` to move the index to {name}, or configure the model the index uses."
     )
+
+
+def _check_query_model(name: str) -> None:
+    """``check_query_model`` once a minute per model: cheap (an index walk), but a query to the
+    database all the same, on the path every search takes."""
+    now = time.monotonic()
+    if now - _checked_models.get(name, -1e9) > MODEL_CHECK_SECONDS:
+        check_query_model(name)
+        _checked_models[name] = now
 
 
 HNSW_BASE_ROWS = 100_000  # up to here the candidates themselves are a wide enough search
@@ -372,7 +391,7 @@ def chunk_search(
     embed_ms = 0.0
     if query_vector is None and mode != "fulltext":
         embedder = embedder or get_embedder()
-        check_query_model(embedder.name)  # an index walk: a probe per model, whatever the size
+        _check_query_model(embedder.name)
         t0 = time.perf_counter()
         query_vector = embedder.embed_query(query[:MAX_QUERY_CHARS])
         embed_ms = (time.perf_counter() - t0) * 1000

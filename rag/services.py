@@ -490,5 +490,8 @@ def index_reembed(
             ALTER INDEX {table}_model_next_live_idx RENAME TO chunk_live_model_idx;
             """
         )
+    from rag.search import reset_model_check
+
+    reset_model_check()
     logger.info("re-embedded %s chunks with %s (%s dims)", moved, target.name, dims)
     return {"reembedded": moved, "model": target.name, "dims": dims}
