@@ -299,6 +299,8 @@ def build_corpus(
                 cursor.execute(f"DROP INDEX IF EXISTS {index_name}")
             cursor.execute("DROP INDEX IF EXISTS chunk_tsv_gin")
             cursor.execute(f"DROP INDEX IF EXISTS {text_search.BM25_INDEX}")
+            # Every row has the same model: parallel loaders would all insert into its last page.
+            cursor.execute("DROP INDEX IF EXISTS chunk_live_model_idx")
             stat_triggers = text_query.triggers_present(cursor)
             if stat_triggers:  # SQL backend: one statistics rebuild at the end instead
                 cursor.execute("ALTER TABLE rag_chunk DISABLE TRIGGER rag_chunk_term_stat_insert")
@@ -391,6 +393,9 @@ def _build_indexes(vector_index: str, memory: str) -> tuple[float, float]:
         if text_search.wanted_backend(cursor) == text_search.PgTextsearch.name:
             text_search.create_bm25_index(cursor)
 
+    def models(cursor) -> None:
+        cursor.execute(db_ops.live_model_index_sql())
+
     def text_index(build) -> Callable[[], float]:
         def run() -> float:
             t0 = time.perf_counter()
@@ -410,9 +415,9 @@ def _build_indexes(vector_index: str, memory: str) -> tuple[float, float]:
         finally:
             connection.close()
 
-    with ThreadPoolExecutor(3) as pool:
+    with ThreadPoolExecutor(4) as pool:
         vector_job = pool.submit(vector)
-        text_jobs = [pool.submit(text_index(build)) for build in (gin, bm25)]
+        text_jobs = [pool.submit(text_index(build)) for build in (gin, bm25, models)]
         return vector_job.result(), max(job.result() for job in text_jobs)
 
 

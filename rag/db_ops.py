@@ -90,6 +90,14 @@ def hnsw_index_sql(name: str, column: str, dims: int, *, table: str = "rag_chunk
     )
 
 
+def live_model_index_sql(
+    name: str = "chunk_live_model_idx", column: str = "embedding_model", *, table: str = "rag_chunk"
+) -> str:
+    """CREATE INDEX for the live chunks' embedding models (``rag.selectors.index_models`` walks it),
+    the one shape the migration, a re-embed and the benchmark build make."""
+    return f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({column}) WHERE deleted_at IS NULL"
+
+
 def column_dims(cursor, column: str = "embedding", *, table: str = "rag_chunk") -> int:
     """The dimensions a vector column holds now (a re-embed can change them)."""
     cursor.execute(

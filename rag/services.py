@@ -468,10 +468,7 @@ def index_reembed(
         moved = fill(cursor, limit=None)
         cursor.execute(db_ops.hnsw_index_sql(f"{table}_embedding_next_hnsw", "embedding_next", dims, table=table))
         # The live chunks' models, read on every ask, are indexed on the new column as on the old.
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {table}_model_next_live_idx ON {table} (embedding_model_next) "
-            "WHERE deleted_at IS NULL"
-        )
+        cursor.execute(db_ops.live_model_index_sql(f"{table}_model_next_live_idx", "embedding_model_next", table=table))
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
         moved += fill(cursor, limit=None)

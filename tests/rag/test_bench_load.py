@@ -52,7 +52,7 @@ def test_parallel_loaders_make_the_rows_one_loader_makes(tmp_path, hashing_embed
 @pytest.mark.django_db(transaction=True)
 def test_a_large_load_builds_every_index_after_loading(tmp_path, hashing_embedder, monkeypatch):
     """Past ``HNSW_REBUILD_ABOVE`` the indexes are dropped, the rows loaded with autovacuum off, and
-    the vector, GIN and bm25 indexes built at once on their own connections: all three are there
+    the vector, GIN, bm25 and model indexes built at once on their own connections: all are there
     afterwards, the keyword index holds every row, and autovacuum is on again."""
     from rag import text_search
 
@@ -73,14 +73,14 @@ def test_a_large_load_builds_every_index_after_loading(tmp_path, hashing_embedde
     )
     with connection.cursor() as cursor:
         present = {}
-        for name in (bench.VECTOR_INDEXES["hnsw"][0], "chunk_tsv_gin", text_search.BM25_INDEX):
+        for name in (bench.VECTOR_INDEXES["hnsw"][0], "chunk_tsv_gin", text_search.BM25_INDEX, "chunk_live_model_idx"):
             cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
             present[name] = cursor.fetchone()[0]
         backend = text_search.wanted_backend(cursor)
         cursor.execute("SELECT reloptions FROM pg_class WHERE oid = 'rag_chunk'::regclass")
         options = cursor.fetchone()[0] or []
     assert not any(o.startswith("autovacuum_enabled") for o in options)  # on again once built
-    assert present[bench.VECTOR_INDEXES["hnsw"][0]] and present["chunk_tsv_gin"]
+    assert present[bench.VECTOR_INDEXES["hnsw"][0]] and present["chunk_tsv_gin"] and present["chunk_live_model_idx"]
     assert present[text_search.BM25_INDEX] == (backend == text_search.PgTextsearch.name)
     if backend == text_search.PgTextsearch.name:
         with connection.cursor() as cursor:
