@@ -459,7 +459,7 @@ def hyphenated_pairs(query: str, *, scope) -> dict[str, str]:
 
     words = list(re.finditer(_LETTERS, query))
     typed = {
-        f"{a.group(0)} {b.group(0)}": f"{a.group(0)}-{b.group(0)}".lower()
+        query[a.start() : b.end()]: f"{a.group(0)}-{b.group(0)}".lower()
         for a, b in zip(words, words[1:], strict=False)
         if re.fullmatch(r"[ \t]+", query[a.end() : b.start()])
     }
