@@ -93,8 +93,9 @@ def hnsw_index_sql(name: str, column: str, dims: int, *, table: str = "rag_chunk
 def live_model_index_sql(
     name: str = "chunk_live_model_idx", column: str = "embedding_model", *, table: str = "rag_chunk"
 ) -> str:
-    """CREATE INDEX for the live chunks' embedding models (``rag.selectors.index_models`` walks it),
-    the one shape the migration, a re-embed and the benchmark build make."""
+    """CREATE INDEX for the live chunks' embedding models (``rag.selectors.index_models`` walks it):
+    the shape of ``Chunk``'s ``chunk_live_model_idx``, for a re-embed's new column and the benchmark
+    build, which make it outside the migrations."""
     return f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({column}) WHERE deleted_at IS NULL"
 
 
