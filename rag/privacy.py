@@ -189,6 +189,10 @@ def _forget_data(user) -> ForgetResult:
     result.history, _ = ChunkHistory.objects.filter(chunk_uid__in=uids).delete()
     result.chunks, _ = owned.delete()
     Chunk.objects.filter(author_hash__in=hashes).update(author_hash="")
+    if result.chunks:
+        from rag.index_version import index_changed
+
+        index_changed()  # their people, tags and collections leave the filter counts at once
     for holder in _holders.values():
         if holder.forget is not None:
             _add(result, holder.forget(user=user, hashes=hashes, chunk_uids=uids, sources=sources))

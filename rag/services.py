@@ -380,7 +380,10 @@ def source_archive(*, collection: str, source_type: str, source_ids: list[str]) 
         ChunkHistory(chunk_uid=uid, change="deleted", content=content, content_hash=digest, title=title)
         for uid, content, digest, title in rows
     )
-    return Chunk.objects.filter(chunk_uid__in=[r[0] for r in rows]).update(deleted_at=timezone.now())
+    hidden = Chunk.objects.filter(chunk_uid__in=[r[0] for r in rows]).update(deleted_at=timezone.now())
+    if hidden:
+        index_changed()
+    return hidden
 
 
 @transaction.atomic
@@ -393,7 +396,7 @@ def source_delete(*, collection: str, source_type: str, source_ids: list[str]) -
     )
     deleted = qs.delete()[0]
     if deleted:
-        transaction.on_commit(index_changed)
+        index_changed()  # counted once this transaction commits
     return deleted
 
 

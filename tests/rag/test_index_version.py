@@ -13,7 +13,7 @@ from django.db import connection
 from rag.acl import Scope
 from rag.answering.selectors import RECOUNT_COST_RATIO, _still_fresh, facet_values
 from rag.index_version import index_version
-from rag.services import chunk_upsert, source_soft_delete
+from rag.services import chunk_upsert, source_archive, source_delete, source_soft_delete
 from rag.units import SourceDocument, Unit
 from tests.conftest import HashingEmbedder
 
@@ -54,6 +54,11 @@ def test_the_version_moves_once_a_change_commits_and_not_for_nothing():
     assert index_version() == start + 1
     assert source_soft_delete(collection="notes", source_type="note", source_ids=["a"]) == 1
     assert index_version() == start + 2
+    chunk_upsert(documents=[_note("b")], embedder=HashingEmbedder())
+    assert source_archive(collection="notes", source_type="note", source_ids=["b"]) == 1  # a Notion page archived
+    assert index_version() == start + 4
+    assert source_delete(collection="notes", source_type="note", source_ids=["a", "b"]) == 2
+    assert index_version() == start + 5
 
 
 def test_counts_of_an_earlier_version_serve_only_while_recounting_would_cost_too_much():
