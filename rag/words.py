@@ -91,7 +91,20 @@ def content_terms(text: str) -> set[str]:
 # A sum of money says what something costs without the word: "contributors ($5 or $15 per month)"
 # answers "what does sync cost?", "412,000 euros" answers "how much is the budget?".
 _MONEY_RE = re.compile(
-    r"[$€£¥]\s?\d|\d(?:[\d,.]*\d)?\s?(?:k|m|bn)?\s?(?:euros?|dollars?|pounds?|usd|eur|gbp|cents?)\b", re.I
+    r"[$€£¥]\s?\d|\d(?:[\d,.]*\d)?\s?(?:k|m|bn)?\s?(?:euros?|dollars?|pounds?|usd|eur|gbp|cents?)\b"
+    r"|\b(?:thousand|million|billion) (?:euros|dollars|pounds)\b|\b(?:free of charge|for free|costs? nothing)\b",
+    re.I,
+)
+# "how much did we spend on hosting", "what does the pilot cost": a sum of money, which a count of
+# something else ("hosting stays on the two existing servers") does not give.
+_MONEY_ASKED_RE = re.compile(
+    r"\bhow much\b(?=.*\b(?:spen[dt]|spending|costs?|costing|pa(?:y|id|ying)|charged?|earn(?:ed|s)?|prices?"
+    r"|budget(?:ed)?|invest(?:ed)?|fund(?:ed|ing)?|worth)\b)"
+    r"|\bwhat (?:does|did|do|will|would)\b.*\bcost\b"
+    r"|\bhow much money\b"
+    r"|\bwhat(?:s|'s|’s| is| was| are| were| will be)? (?:the |our |its |their )?(?:\w+ )?(?:cost|price|budget)s?\b"
+    r"(?=\s*(?:$|[?.!,]|of\b|for\b|in\b|on\b|to\b|this\b|next\b|last\b))",
+    re.I,
 )
 _PRICE_TERMS = frozenset(stem(w) for w in ["cost", "price", "fee", "charge", "pay", "expensive", "cheap"])
 # A time something takes says how fast it is without the word: "p95 search latency is 24 ms"
@@ -132,6 +145,16 @@ _CHANGE_TERMS = frozenset(
 _REMEDY_TERMS = frozenset(
     stem(w) for w in ["fix", "fixed", "solve", "address", "resolve", "tackle", "handle", "remedy"]
 )
+
+
+def asks_amount_of_money(question: str) -> bool:
+    """The question asks what something costs (spent, paid, budgeted)."""
+    return bool(_MONEY_ASKED_RE.search(question))
+
+
+def states_money(text: str) -> bool:
+    """The text gives a sum of money ("412,000 euros", "$40 per barrel", "free of charge")."""
+    return bool(_MONEY_RE.search(text))
 
 
 def implied_terms(text: str) -> set[str]:
@@ -185,8 +208,7 @@ _ALTERNATIVE_RE = re.compile(
     r"\b(?:an?\s+alternative|alternatively|instead\s+of|rather\s+than|in\s+place\s+of)\b", re.I
 )
 _ALTERNATIVE_TERMS = frozenset(
-    stem(w)
-    for w in ["alternative", "default", "differ", "different", "difference", "compare", "instead", "option"]
+    stem(w) for w in ["alternative", "default", "differ", "different", "difference", "compare", "instead", "option"]
 )
 
 
@@ -238,8 +260,24 @@ _COMMITMENT = (
 )
 COMMITMENT_TERMS = frozenset(
     stem(w)
-    for w in ["promise", "promised", "promises", "commit", "committed", "commitment", "commitments", "responsible",
-              "charge", "supposed", "owns", "handles", "taking", "takes", "took", "take"]
+    for w in [
+        "promise",
+        "promised",
+        "promises",
+        "commit",
+        "committed",
+        "commitment",
+        "commitments",
+        "responsible",
+        "charge",
+        "supposed",
+        "owns",
+        "handles",
+        "taking",
+        "takes",
+        "took",
+        "take",
+    ]
 )
 ASKS_ACTIONS_RE = re.compile(rf"\b(?:action[- ]items?|to-?dos?|next steps?|follow[- ]ups?)\b|{_COMMITMENT}", re.I)
 _COMMITMENT_RE = re.compile(_COMMITMENT, re.I)

@@ -36,7 +36,7 @@ from rag.answering.sources import (
     SourceDoc,
     renumber,
 )
-from rag.answering.unmentioned import unmentioned_note
+from rag.answering.unmentioned import unmentioned_note, unstated_sum_note
 from rag.embeddings import get_embedder
 from rag.interactions import interaction_record
 from rag.llm import Completion, LLMError, UnknownModel, get_llm, model_info
@@ -260,7 +260,7 @@ def _pipeline(run: AskRun) -> Iterator[AskEvent]:
             if not parts and not run.count:
                 parts = [NOTHING_VISIBLE.format(query=run.query)]
             # A count's "entries" and "times" are how it counts, not a subject the sources lack.
-            elif run.cited and not (run.count or run.listed) and (note := unmentioned_note(run, "".join(parts))):
+            elif run.cited and not (run.count or run.listed) and (note := _opening_note(run, "".join(parts))):
                 parts = [note + "\n\n", *parts]
             if parts:
                 yield AskEvent("status", {"stage": "generating", "model": run.info.id})
@@ -278,6 +278,12 @@ def _pipeline(run: AskRun) -> Iterator[AskEvent]:
         if run.interaction_id is None:
             _record(run)
         raise
+
+
+def _opening_note(run: AskRun, answer: str) -> str:
+    """What the quotes after it are not: an answer to a word no visible document says, or the sum
+    of money the question asks for."""
+    return unmentioned_note(run, answer) or unstated_sum_note(run, answer)
 
 
 def _rewrite(run: AskRun, llm, conversation: conv.Conversation) -> None:

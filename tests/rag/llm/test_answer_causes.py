@@ -10,7 +10,14 @@ from rag.llm.context import ContextSource
 from rag.llm.counts import answers_count, counted_target, counted_thing, counts_thing, examples_of, one_a_source
 from rag.llm.prose import only_points_elsewhere
 from rag.llm.sentences import split_sections, split_sentences
-from rag.words import COMMON_WORDS, asks_how_to, content_terms, implied_terms
+from rag.words import (
+    COMMON_WORDS,
+    asks_amount_of_money,
+    asks_how_to,
+    content_terms,
+    implied_terms,
+    states_money,
+)
 from tests.rag.llm.test_extractive import run
 
 OUTLINE = """- Creating a thing
@@ -43,6 +50,21 @@ def test_a_sum_of_money_states_a_price():
     assert {"cost", "price"} <= implied_terms("Open to contributors ($5 or $15 per month).")
     assert "cost" in implied_terms("a budget of 412,000 euros")
     assert not implied_terms("It ran 340 times in five weeks.")
+
+
+def test_a_question_on_what_something_costs_asks_for_a_sum_of_money():
+    for question in ["how much did we spend on hosting", "what does the pilot cost", "whats the budget for 2027",
+                     "what is the price of the license?", "how much money did acme pay"]:  # fmt: skip
+        assert asks_amount_of_money(question), question
+    for question in ["how much time did it take", "how many servers do we run", "what is the main cost driver",
+                     "what is the price elasticity of oil"]:  # fmt: skip
+        assert not asks_amount_of_money(question), question
+    assert states_money("The budget for 2027 is 412,000 euros.")
+    assert states_money("prices reached nearly $40 per barrel")
+    assert states_money("a grant of three million euros")
+    assert states_money("The workshop is free of charge.")
+    assert not states_money("Hosting stays on the two existing servers.")
+    assert not states_money("It ran 340 times in five weeks.")
 
 
 def test_a_time_taken_states_how_fast():
