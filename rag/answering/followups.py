@@ -224,6 +224,22 @@ def aspect_of(question: str) -> str:
     return m["what"] if m and re.match(r"^\s*(?:and|but|so|what|how)\b", question, re.I) else ""
 
 
+# The subject an earlier question asked about with "about" ("what did maya say about latency").
+_ABOUT_SUBJECT_RE = re.compile(r"\babout\s+(?:the\s+)?(?P<what>[\w'’.-]+(?:\s+[\w'’.-]+){0,3})\s*[?.!]*\s*$", re.I)
+
+
+def about_another(question: str, previous: str) -> str:
+    """"and what about the notion sync" after "what did maya say about latency": the earlier
+    question about the new subject ("what did maya say about the notion sync"), not the new subject
+    searched with the old one's words; empty unless the earlier question ends on "about" its
+    subject and the follow-up names only another one."""
+    what = aspect_of(question)
+    m = _ABOUT_SUBJECT_RE.search(previous) if what and previous else None
+    if not m or m["what"].lower() == what.lower():
+        return ""
+    return f"{previous[: m.start()].rstrip()} about the {what}"
+
+
 _PERSON_PRONOUN_RE = re.compile(r"\b(?:he|she|him|her|his|hers)\b", re.I)
 
 
@@ -264,6 +280,8 @@ def offline_rewrite(
       do i embed a youtube video", for another thing it named with "a" (``other_one`` too).
     - "what did he say" after a question naming one person (of ``people``): the question about
       that person (``person``).
+    - "and what about the notion sync" after "what did maya say about latency": the earlier
+      question about that subject instead (``other_one``).
     - "and the weights?", "what about the text part": a part of the earlier subject, searched
       with it (``carried``).
     - "how often?", "when exactly", "what formats?": a bare question, asked of the earlier subject
@@ -286,6 +304,8 @@ def offline_rewrite(
         return Rewrite(searched_query=again, kind="other_one", subject=previous[-1])
     if previous and people and (again := person_follow_up(question, previous[-1], people)):
         return Rewrite(searched_query=again, kind="person", subject=previous[-1])
+    if previous and (again := about_another(question, previous[-1])):
+        return Rewrite(searched_query=again, kind="other_one", subject=previous[-1])
     if previous and aspect_of(question):
         # Searched as a pointing follow-up: the earlier subject, the part named.
         return _carried(question, previous[-1])

@@ -10,6 +10,7 @@ from rag.answering import conversations as conv
 from rag.answering.retrieval import AskRun, period_text
 from rag.answering.statements import period_listing_asked
 from rag.llm.context import STATED_CONVERSATION, STATED_COUNT, STATED_LISTED, STATED_MORE_ABOUT, format_user_prompt
+from rag.llm.transcripts import asks_who_said_it
 from rag.words import asks_for_more
 
 SYSTEM_PROMPT = """You are knowhub, an assistant that answers questions from the user's own notes, \
@@ -53,8 +54,9 @@ def ask_messages(run: AskRun, llm, conversation: conv.Conversation) -> list[dict
     if run.count:
         notes.append(COUNT_NOTE.format(statement=run.count["statement"]))
     messages = [{"role": "system", "content": system_prompt(today=run.today, notes=notes)}]
-    # The extractive answerer reads earlier answers as "already said": only "tell me more" wants that.
-    if llm.generative or run.strategy == conv.REUSE:
+    # The extractive answerer reads earlier answers as "already said": only "tell me more" wants
+    # that, and "who said that", whose "that" is what the last answer quoted.
+    if llm.generative or run.strategy == conv.REUSE or asks_who_said_it(run.query):
         for ex in conversation.exchanges[-settings.KNOWHUB_ASK_HISTORY :]:
             messages.append({"role": "user", "content": ex.query})
             messages.append({"role": "assistant", "content": ex.answer or "(no answer)"})

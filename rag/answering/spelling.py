@@ -449,10 +449,12 @@ def pairs_of(texts: list[str]) -> set[str]:
 
 def hyphenated_pairs(query: str, *, scope) -> dict[str, str]:
     """Two words of ``query`` typed apart that the documents visible in ``scope`` write as one
-    hyphenated word ("on call" for "on-call", "follow up" for "follow-up"): the pair → that word.
-    Both halves are words the index knows, so no correction of a typo finds them; searched apart,
-    "who is on call" is a question about "call" (the call stack), which is not what was asked.
-    The hyphenated word is the documents' own, not a guess."""
+    hyphenated word ("on call" for "on-call", "follow up" for "follow-up"), and never apart: the
+    pair → that word. Both halves are words the index knows, so no correction of a typo finds them;
+    searched apart, "who is on call" is a question about "call" (the call stack), which is not what
+    was asked. The hyphenated word is the documents' own, not a guess; a pair some document writes
+    as typed ("rate limits" in a meeting, "rate-limits" in a runbook) is left as typed, or the
+    question would lose the document that says it the person's way."""
     from django.db import connection
 
     from rag.search import SearchFilters, filter_sql
@@ -475,7 +477,21 @@ def hyphenated_pairs(query: str, *, scope) -> dict[str, str]:
             {**params, "words": sorted(set(typed.values()))},
         )
         held = {row[0] for row in cursor.fetchall()}
-    return {pair: joined for pair, joined in typed.items() if joined in held}
+        joined_pairs = {pair: joined for pair, joined in typed.items() if joined in held}
+        if not joined_pairs:
+            return {}
+        # The keyword index reads "rate-limits" as its halves too, so a phrase query finds both
+        # writings: the text itself tells them apart, on the few rows the phrase finds.
+        pairs = sorted({pair.lower() for pair in joined_pairs})
+        cursor.execute(
+            f"""SELECT p FROM unnest(%(pairs)s::text[], %(written)s::text[]) AS t(p, written)
+                WHERE EXISTS (SELECT 1 FROM rag_chunk c
+                              WHERE c.tsv @@ phraseto_tsquery('english', p) AND c.content ~* written
+                                AND {where})""",
+            {**params, "pairs": pairs, "written": [r"\m" + r"\s+".join(p.split()) + r"\M" for p in pairs]},
+        )
+        apart = {row[0] for row in cursor.fetchall()}
+    return {pair: joined for pair, joined in joined_pairs.items() if pair.lower() not in apart}
 
 
 def unknown_words(words: set[str], *, scope) -> set[str]:

@@ -72,6 +72,7 @@ from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitation
     ACTIVITY_TERMS,
     agenda_lead,
     asks_what_busy_with,
+    asks_who_said_it,
     lend_to_replies,
     lines_said_by,
     names_speaker,
@@ -184,8 +185,11 @@ class ExtractiveLLM:
         question, sources, topic = parse_user_prompt(user)
         stated = parse_stated(user)
         said = " ".join(m["content"] for m in messages if m.get("role") == "assistant")
+        last = next((m["content"] for m in reversed(messages) if m.get("role") == "assistant"), "")
         parts = list(
-            self.answer_parts(question=question, sources=sources, topic=topic, already_said=said, stated=stated)
+            self.answer_parts(
+                question=question, sources=sources, topic=topic, already_said=said, stated=stated, last_answer=last
+            )
         )
         yield from parts
         yield Completion(text="".join(parts), model=self.name)
@@ -194,7 +198,7 @@ class ExtractiveLLM:
 
     def select(
         self, *, question: str, sources: list[ContextSource], topic: str = "", already_said: str = "",
-        stated: list[str] | None = None,
+        stated: list[str] | None = None, last_answer: str = "",
     ) -> tuple[list[Sentence], float]:  # fmt: skip
         """The chosen sentences (in reading order) and the best raw similarity seen.
 
@@ -262,7 +266,11 @@ class ExtractiveLLM:
         said = lines_said_by(asked, q_terms, candidates)
         listed = listing_of(question, q_terms) if whole else asked_listing(question)  # every decision (task)
         about = _quotable_sources(question, sources, candidates, q_terms, whole=whole and not said, spoken=not prose)
-        kept = said or spoken_lines(question, candidates) or stating(candidates, listed, about, q_terms)
+        spoken = spoken_lines(question, candidates, last_answer=last_answer)
+        if spoken and asks_who_said_it(question):
+            # "Who said that": the lines the last answer quoted, each under its speaker, and no more.
+            return sorted(spoken, key=lambda c: (rank[c.source.n], c.position))[: self.max_sentences], best_similarity
+        kept = said or spoken or stating(candidates, listed, about, q_terms)
         if counting:  # the quotes are examples of what the metadata counted
             kept = examples_of(counted_target(stated, STATED_COUNT), kept or candidates) or kept
         pool, pool_vecs = _only(kept, candidates, vecs)
@@ -489,7 +497,7 @@ class ExtractiveLLM:
 
     def answer_parts(
         self, *, question: str, sources: list[ContextSource], topic: str = "", already_said: str = "",
-        stated: list[str] | None = None,
+        stated: list[str] | None = None, last_answer: str = "",
     ) -> Iterator[str]:  # fmt: skip
         """The answer, one sentence (or one speaker's quote) per delta."""
         if not sources:
@@ -501,8 +509,9 @@ class ExtractiveLLM:
             yield example  # the code a page shows says more than its prose quoted again
             return
         chosen, _ = self.select(
-            question=question, sources=sources, topic=topic, already_said=already_said, stated=stated
-        )
+            question=question, sources=sources, topic=topic, already_said=already_said, stated=stated,
+            last_answer=last_answer,
+        )  # fmt: skip
         if not chosen:
             if already_said:
                 yield "These sources hold nothing more on this than what I already quoted."
@@ -533,6 +542,9 @@ class ExtractiveLLM:
             yield "These sources give no reason; what else they say:\n\n"
         # What the filters took ("in september") is when, not what the person is asked about.
         asked_about = content_terms(without_stated(question, stated)[0])
+        if asks_who_said_it(question) and not any(c.speaker for c in chosen):
+            # "Who said that" of a page's sentences: a page is no one's words, and says no name.
+            yield f"No one is quoted saying it: it is written in “{lead.title}”.\n\n"
         if unvoiced := unvoiced_lead(question, asked_about, chosen, sources):
             yield unvoiced + "\n\n"  # Sam speaks in these meetings, but decided nothing quoted here
         if lead.agenda:

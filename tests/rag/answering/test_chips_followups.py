@@ -126,6 +126,20 @@ def test_another_thing_of_the_kind_asks_the_earlier_question_of_it():
     assert offline_rewrite(question="what about a tweet", previous=["how do i embed videos"]).kind != "other_one"
 
 
+def test_another_subject_after_a_question_about_one_asks_that_question_of_it():
+    for question, previous, again in (
+        ("and what about the notion sync", "what did maya say about latency",
+         "what did maya say about the notion sync"),
+        ("and the notion sync?", "what did we decide about the logseq sync?",
+         "what did we decide about the notion sync"),
+    ):  # fmt: skip
+        rewrite = offline_rewrite(question=question, previous=[previous])
+        assert (rewrite.kind, rewrite.searched_query) == ("other_one", again), question
+    # A part of a subject no "about" named is searched with the earlier question's words.
+    rewrite = offline_rewrite(question="and the weights?", previous=["how does search rank results"])
+    assert rewrite.kind == "carried" and "rank" in rewrite.searched_query
+
+
 def test_which_ones_after_a_count_asks_the_counting_question_again():
     counted = "how many meetings did we have with acme"
     for question in ("which ones", "which ones?", "what were they", "and which", "list them"):
