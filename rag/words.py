@@ -208,7 +208,8 @@ _ALTERNATIVE_RE = re.compile(
     r"\b(?:an?\s+alternative|alternatively|instead\s+of|rather\s+than|in\s+place\s+of)\b", re.I
 )
 _ALTERNATIVE_TERMS = frozenset(
-    stem(w) for w in ["alternative", "default", "differ", "different", "difference", "compare", "instead", "option"]
+    stem(w)
+    for w in ["alternative", "default", "differ", "different", "difference", "compare", "instead", "option"]
 )
 
 
@@ -260,24 +261,8 @@ _COMMITMENT = (
 )
 COMMITMENT_TERMS = frozenset(
     stem(w)
-    for w in [
-        "promise",
-        "promised",
-        "promises",
-        "commit",
-        "committed",
-        "commitment",
-        "commitments",
-        "responsible",
-        "charge",
-        "supposed",
-        "owns",
-        "handles",
-        "taking",
-        "takes",
-        "took",
-        "take",
-    ]
+    for w in ["promise", "promised", "promises", "commit", "committed", "commitment", "commitments", "responsible",
+              "charge", "supposed", "owns", "handles", "taking", "takes", "took", "take"]
 )
 ASKS_ACTIONS_RE = re.compile(rf"\b(?:action[- ]items?|to-?dos?|next steps?|follow[- ]ups?)\b|{_COMMITMENT}", re.I)
 _COMMITMENT_RE = re.compile(_COMMITMENT, re.I)
