@@ -107,6 +107,10 @@ _MONEY_ASKED_RE = re.compile(
     re.I,
 )
 _PRICE_TERMS = frozenset(stem(w) for w in ["cost", "price", "fee", "charge", "pay", "expensive", "cheap"])
+# The words of a question on money that say it asks for a sum, not what the sum is for.
+MONEY_TERMS = _PRICE_TERMS | frozenset(
+    stem(w) for w in ["spend", "spent", "paid", "money", "budget", "earn", "invest", "fund", "worth"]
+)
 # A time something takes says how fast it is without the word: "p95 search latency is 24 ms"
 # answers "is search fast?".
 _DURATION_RE = re.compile(

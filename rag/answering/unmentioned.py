@@ -8,8 +8,10 @@ import re
 from rag.answering.retrieval import AskRun, people_words, without_periods
 from rag.answering.spelling import slip_of_common_word
 from rag.llm.counts import answers_count
+from rag.llm.sentences import split_sentences
 from rag.words import (
     KIND_OF_ANSWER_TERMS,
+    MONEY_TERMS,
     WORD_RE,
     asks_amount_of_money,
     content_terms,
@@ -75,24 +77,16 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
     return f"Nothing you can see mentions {named}; the closest your sources come:"
 
 
-# The words of a question on money that say it asks for a sum, not what the sum is for.
-_MONEY_TERMS = frozenset(
-    stem(w)
-    for w in ["spend", "spent", "spending", "cost", "costs", "price", "pay", "paid", "money", "budget", "charge"]
-    + ["earn", "invest", "fund", "worth"]
-)
-
-
 def unstated_sum_note(run: AskRun, answer: str) -> str:
     """The line an answer opens with when the question asks what something costs and no quote
     gives a sum of money, nor any sentence of the sources on its subject: "how much did we spend on
     hosting" is not answered by "Hosting stays on the two existing servers". Empty otherwise."""
     if not asks_amount_of_money(run.query) or states_money(answer):
         return ""
-    subject = [w for w in question_subject(run) if not content_terms(w) <= _MONEY_TERMS]
+    subject = [w for w in question_subject(run) if not content_terms(w) <= MONEY_TERMS]
     wanted = set().union(*(content_terms(w) for w in subject))
     for doc in run.docs:
-        for sentence in re.split(r"(?<=[.!?])\s+|\n+", doc.text):
+        for sentence in split_sentences(doc.text):
             if states_money(sentence) and (not wanted or wanted & content_terms(sentence)):
                 return ""  # the sum is written, though the quotes missed it: no claim that it is not
     what = f"“{' '.join(subject)}”" if subject else "this"

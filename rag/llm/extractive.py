@@ -95,6 +95,16 @@ from rag.words import (
 logger = logging.getLogger(__name__)
 
 
+def _quoted_in(sources: list[ContextSource], last_answer: str) -> list[Sentence]:
+    """What "that" is in "who said that", "who raised it": the lines the last answer quoted, in
+    reading order, its spoken ones each under its speaker and no line it did not quote; when it
+    quoted no one's words, its written sentences (the answer then names the page they are from)."""
+    if not last_answer:
+        return []
+    quoted = [c for c in unsaid_sentences(sources, last_answer, keep_said=True) if c.said]
+    return [c for c in quoted if c.speaker] or quoted
+
+
 class ExtractiveLLM:
     """Quotes, never writes: the offline default behind the LLM protocol.
 
@@ -215,6 +225,8 @@ class ExtractiveLLM:
         # follow-up prefers it too (``said_penalty``), but "why did it go up?" is answered by the
         # quote of why it went up, however recently said, before a new sentence that does not.
         only_new = asks_for_more(question) or any(p.startswith(STATED_MORE_ABOUT) for p in stated or [])
+        if asks_who_said_it(question) and (quoted := _quoted_in(sources, last_answer)):
+            return quoted[: self.max_sentences], 0.0
         candidates = unsaid_sentences(sources, already_said, keep_said=not only_new)
         candidates = holding_own_words(question, stated, candidates)
         if not candidates:
@@ -266,11 +278,7 @@ class ExtractiveLLM:
         said = lines_said_by(asked, q_terms, candidates)
         listed = listing_of(question, q_terms) if whole else asked_listing(question)  # every decision (task)
         about = _quotable_sources(question, sources, candidates, q_terms, whole=whole and not said, spoken=not prose)
-        spoken = spoken_lines(question, candidates, last_answer=last_answer)
-        if spoken and asks_who_said_it(question):
-            # "Who said that": the lines the last answer quoted, each under its speaker, and no more.
-            return sorted(spoken, key=lambda c: (rank[c.source.n], c.position))[: self.max_sentences], best_similarity
-        kept = said or spoken or stating(candidates, listed, about, q_terms)
+        kept = said or spoken_lines(question, candidates) or stating(candidates, listed, about, q_terms)
         if counting:  # the quotes are examples of what the metadata counted
             kept = examples_of(counted_target(stated, STATED_COUNT), kept or candidates) or kept
         pool, pool_vecs = _only(kept, candidates, vecs)

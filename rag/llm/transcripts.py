@@ -274,14 +274,11 @@ def gives_task(text: str, transcript: str) -> bool:
     return bool(re.search(rf"\b(?:{who})(?: [A-Z][\w'’-]*)? (?:will|shall|is going to) (?!be\b)[a-z]+", text))
 
 
-def spoken_lines(question: str, candidates: list[Sentence], *, last_answer: str = "") -> list[Sentence]:
+def spoken_lines(question: str, candidates: list[Sentence]) -> list[Sentence]:
     """The spoken lines among ``candidates`` when the question asks what a person said or did and
     that person speaks, or is reported, in them ("what did leo promise"), or asks who said
-    something ("who talked about notion": the lines naming it; "who said that": the lines the last
-    answer quoted): a written page is no one's words, however well it shares the question's
-    ("promise" in a page on JavaScript). Empty otherwise."""
-    if asks_who_said_it(question):
-        return _quoted_last(candidates, last_answer)
+    something ("who talked about notion": the lines naming it): a written page is no one's words,
+    however well it shares the question's ("promise" in a page on JavaScript). Empty otherwise."""
     if who_said := _WHO_SAID_RE.match(question):
         # "Who talked about notion": someone's line naming it, never a page on it.
         about = content_terms(question[who_said.end() :]) - GENERIC_TERMS
@@ -294,18 +291,6 @@ def spoken_lines(question: str, candidates: list[Sentence], *, last_answer: str 
 
 # What "who said it first", "who raised this one" point back with, beside the pronouns.
 _POINTER_TERMS = frozenset(stem(w) for w in ["one", "first"])
-
-
-def _quoted_last(candidates: list[Sentence], last_answer: str) -> list[Sentence]:
-    """The lines "that" is in "who said that", "who raised it": what the last answer quoted, its
-    spoken lines each under its speaker, and no line it did not quote. When it quoted no one's words,
-    its written sentences again, each with the page it is written in, which is as much as the
-    sources say of who said it."""
-    from rag.llm.candidates import norm
-
-    quoted_text = norm(last_answer)
-    quoted = [c for c in candidates if (key := norm(c.text)) and key in quoted_text]
-    return [c for c in quoted if c.speaker] or quoted
 
 
 def asks_who_said_it(question: str) -> bool:
