@@ -14,9 +14,10 @@ _SENT_SPLIT = re.compile(r"(?<=[.!?…])\s+(?=[\"'(\[]?[A-Z0-9À-ÖØ-Þ#*\-])|(
 # A period that ends an abbreviation, not a sentence: initials ("U.S.", "John F. Kennedy"), titles
 # before a name ("Dr. Ng", "Fort St. Frédéric") and "e.g." before an example. Cut there, "the
 # defunct U.S." and "Information Agency, which…" are two pieces, neither saying what the sentence
-# says, and a chunk may end between them.
+# says, and a chunk may end between them. "a.k.a." introduces another name and "c." (circa) a
+# figure: neither ends a sentence.
 ABBREVIATION_END_RE = re.compile(
-    r"(?:\b[A-Z]\.|\b(?:Mr|Mrs|Ms|Dr|Prof|St|Mt|Ft|Gen|Col|Capt|Lt|Sgt|Gov|Sen|Rep|Rev|vs|e\.g|i\.e|cf)\.)$"
+    r"(?:\b[A-Z]\.|\b(?:Mr|Mrs|Ms|Dr|Prof|St|Mt|Ft|Gen|Col|Capt|Lt|Sgt|Gov|Sen|Rep|Rev|vs|e\.g|i\.e|cf|a\.k\.a|c|ca)\.)$"
 )
 
 

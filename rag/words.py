@@ -65,6 +65,9 @@ _SHORT_E_VERBS = (
 for _verb in _SHORT_E_VERBS:
     _FAMILIES.setdefault(_verb[:-1] + "ing", _verb)
     _FAMILIES.setdefault(_verb + "d", _verb)
+# A family's word is its own stem: "decide" as typed is the "decide" of "decision".
+for _root in set(_FAMILIES.values()):
+    _FAMILIES.setdefault(_root, _root)
 
 
 def stem(word: str) -> str:
@@ -78,10 +81,28 @@ def stem(word: str) -> str:
         word = word[:-3] + "y"
     elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
+    if len(word) > 5 and word.endswith("ied"):
+        return word[:-3] + "y"  # "applied", "carried": the verb
     for suffix in ("ing", "edly", "ed", "er"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+        # "ended" is "end" and "owned" "own", but "bring" and "water" keep their four letters.
+        shortest = 3 if suffix in ("ed", "edly") else 4
+        if len(word) >= len(suffix) + shortest and word.endswith(suffix) and not word.endswith("eed"):
+            # "stopped" is "stop", but a "planner" is no "plan" (and "setting" stays apart from "set").
+            return _undoubled(word[: -len(suffix)]) if suffix in ("ed", "edly") else word[: -len(suffix)]
+    for suffix in ("fully", "ful"):  # "successfully", "successful": "success"
+        if len(word) >= len(suffix) + 5 and word.endswith(suffix):
             return word[: -len(suffix)]
+    if len(word) >= 5 and word.endswith("e") and not word.endswith(("ee", "ie", "ye")):
+        return word[:-1]  # "resonate" as "resonated" loses it: "resonat"
     return word
+
+
+def _undoubled(stem_: str) -> str:
+    """A stem without its doubled last consonant: "stopp" (of "stopped") is "stop"; "call" (of
+    "called") and "pass" keep theirs."""
+    if len(stem_) >= 4 and stem_[-1] == stem_[-2] and stem_[-1] not in "aeioulsz":
+        return stem_[:-1]
+    return stem_
 
 
 def content_terms(text: str) -> set[str]:
@@ -145,10 +166,9 @@ _CHANGE_TERMS = frozenset(
 
 
 # A decision or a task taken on is what was done about a problem: "Decision: add recency as a
-# ranking feature" answers "did we fix it?" after the complaint it answers.
-_REMEDY_TERMS = frozenset(
-    stem(w) for w in ["fix", "fixed", "solve", "address", "resolve", "tackle", "handle", "remedy"]
-)
+# ranking feature" answers "did we fix it?" after the complaint it answers. ("Handle" is not one:
+# "who is handling it" asks who is in charge, which a decision does not say.)
+_REMEDY_TERMS = frozenset(stem(w) for w in ["fix", "fixed", "solve", "address", "resolve", "tackle", "remedy"])
 
 
 def asks_amount_of_money(question: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 from django.conf import settings
 
@@ -23,6 +24,8 @@ like [1] or [2][3]. Cite only numbers that appear as <source id="n">.
 - Be concise and well organised; use markdown (short paragraphs, bullet lists, **bold** key points). \
 Mention dates when they matter.
 Today is {today}."""
+
+_YEAR_RE = re.compile(r"\b(?:1[5-9]|20)\d{2}\b")
 
 FALLBACK_NOTE = (
     "No source is tagged with {names}{period}, so the metadata search found nothing. These sources come "
@@ -66,9 +69,12 @@ def ask_messages(run: AskRun, llm, conversation: conv.Conversation) -> list[dict
     # A filter lifted because nothing under it answered ("nothing dated 2025") is not what the
     # question is about either; a name whose mentions were searched too stays in the question,
     # where it finds the sentence that names the person.
+    # But a lifted date whose year the sources write ("no limitations since 1990" for "what has
+    # had no limitations since 1990") was the subject's own words, which find the sentence.
     stated = [
         c.phrase for c in run.chips
-        if (c.effect == "filter" or c.widened) and not (run.mentions and c.field in ("people", "entity"))
+        if (c.effect == "filter" or (c.widened and not _years_said(c.phrase, sources)))
+        and not (run.mentions and c.field in ("people", "entity"))
     ]  # fmt: skip
     # Filters the person set on the page narrow the sources just as much.
     stated += [f"{key}: {value}" for key, value in run.request.as_dict().items()]
@@ -105,3 +111,9 @@ def ask_messages(run: AskRun, llm, conversation: conv.Conversation) -> list[dict
         }
     )
     return messages
+
+
+def _years_said(phrase: str, sources: list) -> bool:
+    """``phrase`` names years ("since 1990", "in 2019") and every one of them is in a source's text."""
+    years = _YEAR_RE.findall(phrase)
+    return bool(years) and all(any(year in src.text for src in sources) for year in years)

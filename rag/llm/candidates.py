@@ -210,11 +210,14 @@ def spaced_compounds(text: str) -> set[str]:
 # A sentence whose subject is a pronoun, or that goes on from the one before it ("At the same
 # time…", "However,…"): what it is about is named in the sentence before it.
 _LEANS_RE = re.compile(
-    r"^[\"'(]?(?:It|Its|He|His|She|Her|They|Their|This|These|The latter"
+    r"^[\"'(]?(?:It|Its|He|His|She|Her|They|Their|This|These|The latter|All (?:of )?this"
     r"|At the same time|Meanwhile|In addition|Also,|However,|Instead,|Otherwise,|Likewise|Similarly)\b"
-    # The same after a phrase of when or where: "From 2000 to 2007 it killed 542 people".
+    # The same after a phrase of when or where: "From 2000 to 2007 it killed 542 people", or of
+    # what the subject was doing: "Traveling to Fort Le Boeuf, he threatened the French".
     r"|^(?:In|From|By|During|After|Before|Since|Until|Between|Over|Within|Throughout|Later|Then)\b"
     r"[^.;:!?\"]{0,60}?(?:,\s*|\s)(?:it|he|she|they|its|his|her|their)\s+[a-z]"
+    r"|^(?!(?:Nothing|Something|Anything|Everything|King|Spring|String|Morning|Evening)\b)[A-Z][a-z]{2,}ing\b"
+    r"[^.;:!?\"]{0,60}?,\s*(?:he|she|they|it)\s+[a-z]"
 )
 # An alternative that does not say to what ("X is available as an alternative.", "Y can be used
 # instead."): the sentence before it names what it replaces.

@@ -22,7 +22,7 @@ _MAX_GAP = 2
 
 
 # "How many people…?" is answered by a number of any people: "five analysts", "60,000 settlers".
-_PEOPLE = {"people", "person", "individual", "folk", "human"}
+_PEOPLE = {stem(w) for w in ["people", "person", "individual", "folk", "human"]}
 # Nouns of people by their plural's ending (analysts, engineers, investors, residents, employees…)
 # or without one.
 _PEOPLE_NOUN_RE = re.compile(

@@ -70,6 +70,25 @@ def test_a_stated_period_with_nothing_in_it_is_lifted_and_the_chip_says_so(demo)
     assert body["citations"] and ("Decision" in body["answer"] or "agreed" in body["answer"]), body["answer"]
 
 
+def test_a_lifted_year_the_page_writes_still_finds_its_sentence(demo, local_embedder):
+    # Nothing is dated 1990, so the date is lifted; but the page says "in 1990", and the year is
+    # what tells its sentence from the others on lifted limits.
+    add_page(
+        local_embedder, collection="handbook", source_id="permits.md", title="City permits",
+        content=(
+            "The limits on market stalls were lifted in 2004, after years of complaints. "
+            "Residence permits were limited to the spouses and children of residents in 1951. "
+            "The limits on residence permits were lifted in 1990 by the new council. "
+            "The limits on parking permits were lifted in 2011 for residents of the centre."
+        ),
+    )  # fmt: skip
+    body = ask(demo["member"], "what was lifted in 1990")
+    date = chip(body, "date")
+    assert date["effect"] == "dropped" and date.get("widened") is True
+    assert "The limits on residence permits were lifted in 1990" in body["answer"], body["answer"]
+    assert "2004" not in body["answer"] and "2011" not in body["answer"], body["answer"]
+
+
 def test_a_period_with_nothing_in_it_is_lifted_while_the_name_still_narrows(users, local_embedder):  # noqa: F811
     from rag.models import Project
     from tests.rag.answering.conftest import corpus_documents

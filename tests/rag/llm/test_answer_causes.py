@@ -17,6 +17,7 @@ from rag.words import (
     content_terms,
     implied_terms,
     states_money,
+    stem,
 )
 from tests.rag.llm.test_extractive import run
 
@@ -47,8 +48,8 @@ def test_use_is_a_content_word_that_is_never_corrected():
 
 
 def test_a_sum_of_money_states_a_price():
-    assert {"cost", "price"} <= implied_terms("Open to contributors ($5 or $15 per month).")
-    assert "cost" in implied_terms("a budget of 412,000 euros")
+    assert {stem("cost"), stem("price")} <= implied_terms("Open to contributors ($5 or $15 per month).")
+    assert stem("cost") in implied_terms("a budget of 412,000 euros")
     assert not implied_terms("It ran 340 times in five weeks.")
 
 
@@ -87,16 +88,16 @@ def test_who_was_at_a_meeting_states_who_joined_it():
 
 
 def test_retuning_or_editing_something_states_a_change():
-    assert "change" in implied_terms("Relevance judgments can retune these weights.")
-    assert "change" in implied_terms("Maya adjusted the thresholds and edited the prompt.")
-    assert "change" in implied_terms("The admin modifies the schedule.")
-    assert "change" not in implied_terms("A quick update: the editor is open.")
+    assert stem("change") in implied_terms("Relevance judgments can retune these weights.")
+    assert stem("change") in implied_terms("Maya adjusted the thresholds and edited the prompt.")
+    assert stem("change") in implied_terms("The admin modifies the schedule.")
+    assert stem("change") not in implied_terms("A quick update: the editor is open.")
 
 
 def test_a_day_something_is_due_by_states_a_deadline():
-    assert "deadline" in implied_terms("Decision: send a proposal with project-level access control by Friday.")
-    assert "deadline" in implied_terms("Reports are due on 2026-12-01.")
-    assert "deadline" in implied_terms("Finish it before the end of the month.")
+    assert stem("deadline") in implied_terms("Decision: send a proposal with project-level access control by Friday.")
+    assert stem("deadline") in implied_terms("Reports are due on 2026-12-01.")
+    assert stem("deadline") in implied_terms("Finish it before the end of the month.")
     assert not implied_terms("The memos were stored by 2 workers.")
     assert not implied_terms("Founded by 1998 law.")
 
@@ -305,6 +306,11 @@ def test_a_pronoun_after_an_opening_phrase_of_time_is_quoted_after_the_sentence_
     assert leans_on_before("In 1990, they moved the office to Lyon.")
     assert not leans_on_before("In 1746, Johnson was made a colonel.")
     assert not leans_on_before("In Warsaw there are many parks.")
+    # what the subject was doing, then the subject as a pronoun; "all of this" sums up before it
+    assert leans_on_before("Sailing up the coast, she mapped every inlet.")
+    assert leans_on_before("All of this set the stage for the merger.")
+    assert not leans_on_before("Nothing changed, they said.")
+    assert not leans_on_before("Building the dam took six years.")
     # Quoted alone, "it won 54 seats" names no party: the answer would say nothing of the Green League.
     _, text = run("How many seats did the Green League win between 2010 and 2017?", sources=[LEAGUE])
     assert "From 2010 to 2017 it won 54 seats" in text, text

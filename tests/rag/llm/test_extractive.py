@@ -186,12 +186,16 @@ def test_sentence_splitting_reads_notes_as_prose():
 def test_an_abbreviation_does_not_end_a_sentence():
     text = (
         "Gates called for the defunct U.S. Information Agency, which was charged with it. Dr. Ng agreed with him. "
-        "Some were razed in the 1950s (e.g. Kronenberg Palace) anyway."
+        "Some were razed in the 1950s (e.g. Kronenberg Palace) anyway. "
+        "Splinter groups inspired by his manifesto (Signposts, a.k.a. Ma'alim) pursued a harder line. "
+        "In 1939, c. 1,300,000 people lived in the city."
     )
     assert split_sentences(text) == [
         "Gates called for the defunct U.S. Information Agency, which was charged with it.",
         "Dr. Ng agreed with him.",
         "Some were razed in the 1950s (e.g. Kronenberg Palace) anyway.",
+        "Splinter groups inspired by his manifesto (Signposts, a.k.a. Ma'alim) pursued a harder line.",
+        "In 1939, c. 1,300,000 people lived in the city.",
     ]
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from rag.llm.candidates import Sentence
 from rag.llm.context import ContextSource
 from rag.llm.prose import (
+    answers_otherwise,
     dated_lead,
     dated_sources,
     expected_form_missing,
@@ -38,6 +40,16 @@ def test_a_figure_of_the_question_the_sources_never_say_is_reported():
     assert unmentioned_names("What park covers an area of 76 ha?", text) == []
     # after a year, two digits are the next years with their century left out
     assert unmentioned_names("Why did British campaigns fail in 1755, 56, 57?", text) == []
+    # a span of years written with a dash holds both ends
+    council = "In the years 1994–1999 the mayor of the district Centrum was the President."
+    assert unmentioned_names("Who was President between 1994 and 1999?", council) == []
+    assert unmentioned_names("Who was President between 1994 and 2001?", council) == ["2001"]
+
+
+def test_a_hyphenated_name_is_the_name_written_apart():
+    text = "Like Maududi, Al Banna believed in gradual persuasion."
+    assert unmentioned_names("What did Al-Banna believe?", text) == []
+    assert unmentioned_names("What did Al-Qaeda believe?", text) == ["Al-Qaeda"]
 
 
 def test_an_acronym_of_a_name_the_sources_spell_out_is_mentioned():
@@ -71,6 +83,35 @@ def test_when_and_how_many_want_a_date_and_a_number():
     assert expected_form_missing("How many analysts joined?", ["Analysts joined the pilot."])
     assert not expected_form_missing("How many analysts joined?", ["Five analysts joined the pilot."])
     assert not expected_form_missing("Who joined?", ["Analysts joined the pilot."])
+
+
+def _sentence(text: str) -> Sentence:
+    page = ContextSource(n=1, title="Shipyards of the north", text=text)
+    return Sentence(source=page, position=0, text=text)
+
+
+def test_when_is_answered_by_the_event_a_rule_waits_for():
+    rule = ["The new rota applies as soon as the board signs it."]
+    assert not expected_form_missing("When does the new rota apply?", rule)
+    assert expected_form_missing("When does the new rota apply?", ["The new rota applies to every team."])
+
+
+def test_where_wants_a_place():
+    assert has_expected_form("Where did the fleet winter?", "The fleet wintered along the Tagus, near Lisbon.")
+    assert not has_expected_form("Where did the fleet winter?", "The fleet wintered badly that year.")
+
+
+def test_how_long_wants_a_span_of_time_not_any_number():
+    assert has_expected_form("How long did the strike last?", "The strike was over in six weeks.")
+    assert has_expected_form("how long does a full sync take", "A full sync takes about 40 minutes.")
+    assert not has_expected_form("How long did the strike last?", "The strike began in 1984 at 20 pits.")
+
+
+def test_a_name_that_says_what_kind_of_thing_is_asked_need_not_be_quoted():
+    quoted = [_sentence("Brill and Hoek had joint ventures with Ostrava and Velden, respectively.")]
+    assert not answers_otherwise("Brill and Hoek partnered with which Dutch shipping firm?", quoted)
+    # a name the question is about, not the kind of answer it wants, must still be said
+    assert answers_otherwise("Which shipping firm did Brill sell to Maersk?", quoted)
 
 
 def test_a_sentence_holding_the_asked_form_is_told_apart():
@@ -153,4 +194,3 @@ def test_a_name_spelt_like_the_title_names_the_title():
     assert names_the_title("Warszowa", "Warsaw")
     assert not names_the_title("Warwick", "Warsaw")  # another name that begins alike
     assert not names_the_title("Canada", "United States")
-
