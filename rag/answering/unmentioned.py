@@ -45,10 +45,12 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
         return ""
     # A person's name, or a slip the search corrected, is held by the documents as they write it;
     # a period ("in september") is their dates, which the chip shows, not their words.
+    # A figure's magnitude ("1 million") is the figure's, which ``unstated_figure_note`` reads.
     known = (
         people_words(run)
         | {w.lower() for typed in run.corrections for w in WORD_RE.findall(typed)}
         | {w.lower() for chip in run.chips if chip.field == "date" for w in WORD_RE.findall(chip.phrase)}
+        | {w.lower() for typed in figures(run.query).values() for w in WORD_RE.findall(typed)}
     )
     said = " ".join([answer, *(f"{d.best.title} {d.agenda}" for d in run.docs)]).lower()
     said_closed = said.replace("-", "")  # "oncall" where the sources write "on-call"
@@ -91,6 +93,69 @@ def unstated_sum_note(run: AskRun, answer: str) -> str:
                 return ""  # the sum is written, though the quotes missed it: no claim that it is not
     what = f"“{' '.join(subject)}”" if subject else "this"
     return f"Nothing you can see gives a sum of money for {what}; the closest your sources come:"
+
+
+# A figure with its magnitude or unit: "1m chunks", "10 million", "50 ms", "3.5 GB", "20%". A bare
+# number ("the top 3", "meeting 2") says too little of what it counts to be held against a text.
+_FIGURE_RE = re.compile(
+    r"(?<![\w.,])(\d+(?:[.,]\d+)*)\s?(k|m|bn|thousand|million|billion|ms|s|sec|seconds|minutes|min|h|hours"
+    r"|gb|mb|kb|tb|%|percent)(?![\w])",
+    re.I,
+)
+_MAGNITUDE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "bn": 1e9, "billion": 1e9}
+_UNIT = {"ms": "ms", "s": "s", "sec": "s", "seconds": "s", "min": "min", "minutes": "min", "h": "h",
+         "hours": "h", "gb": "gb", "mb": "mb", "kb": "kb", "tb": "tb", "%": "%", "percent": "%"}  # fmt: skip
+
+
+# "is search under 50 ms": a bound the answer's figure is held against, not a figure to find.
+_THRESHOLD_RE = re.compile(
+    r"(?:under|over|below|above|beyond|within|than|at (?:least|most)|up to|exceeds?|reach(?:es)?|[<>≤≥])\s*$", re.I
+)
+_THOUSANDS_RE = re.compile(r"\d{1,3}(?:,\d{3})+")
+_DIGITS_RE = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\w,])|(?<![\w.,])\d{4,}(?![\w.,])")
+
+
+def figures(text: str, *, in_digits: bool = False) -> dict[tuple[float, str], str]:
+    """The figures ``text`` states, as (value, unit) → the figure as written: "1m" and "1 million"
+    are (1e6, ""), "100k" is (1e5, ""), "24 ms" is (24, "ms"). With ``in_digits``, large numbers
+    written out too ("1,000,000 chunks" is the "1m" of a question)."""
+    out: dict[tuple[float, str], str] = {}
+    for m in _FIGURE_RE.finditer(text):
+        digits, suffix = m.group(1), m.group(2).lower()
+        number = digits.replace(",", "") if _THOUSANDS_RE.fullmatch(digits) else digits.replace(",", ".")
+        try:
+            value = float(number)
+        except ValueError:  # "1.2.3"
+            continue
+        if suffix in _MAGNITUDE:
+            out.setdefault((value * _MAGNITUDE[suffix], ""), m.group(0))
+        else:
+            out.setdefault((value, _UNIT[suffix]), m.group(0))
+    if in_digits:
+        for m in _DIGITS_RE.finditer(text):
+            out.setdefault((float(m.group(0).replace(",", "")), ""), m.group(0))
+    return out
+
+
+def unstated_figure_note(run: AskRun, answer: str) -> str:
+    """The line an answer opens with when the question gives a figure ("what is the latency at 1m
+    chunks") that neither the answer nor any of its sources states: the quotes after it are about
+    other figures ("24 ms at 100k chunks"), not an answer for that one. Empty otherwise; a figure
+    of the question's period ("in the last 30 days") is its dates, which the chip shows."""
+    dated = " ".join(chip.phrase for chip in run.chips if chip.field == "date")
+    asked = {
+        key: typed
+        for key, typed in figures(run.query).items()
+        if typed not in dated and not _THRESHOLD_RE.search(run.query.split(typed)[0])
+    }
+    if not asked:
+        return ""
+    said = figures(" ".join([answer, *(d.text for d in run.docs)]), in_digits=True)
+    missing = [typed for key, typed in asked.items() if key not in said]
+    if not missing:
+        return ""
+    named = " or ".join(f"“{w}”" for w in missing)
+    return f"Nothing you can see gives a figure for {named}; the closest your sources come:"
 
 
 def _claim(question: str, unmentioned: list[str]) -> str:

@@ -55,6 +55,7 @@ from rag.llm.listing import (
     stating,
     wants_all,
 )
+from rag.llm.pointing_back import about_what_was_asked, quoted_lines
 from rag.llm.prose import (
     answers_otherwise,
     asks_how_often,
@@ -93,16 +94,6 @@ from rag.words import (
 )
 
 logger = logging.getLogger(__name__)
-
-
-def _quoted_in(sources: list[ContextSource], last_answer: str) -> list[Sentence]:
-    """What "that" is in "who said that", "who raised it": the lines the last answer quoted, in
-    reading order, its spoken ones each under its speaker and no line it did not quote; when it
-    quoted no one's words, its written sentences (the answer then names the page they are from)."""
-    if not last_answer:
-        return []
-    quoted = [c for c in unsaid_sentences(sources, last_answer, keep_said=True) if c.said]
-    return [c for c in quoted if c.speaker] or quoted
 
 
 class ExtractiveLLM:
@@ -225,8 +216,8 @@ class ExtractiveLLM:
         # follow-up prefers it too (``said_penalty``), but "why did it go up?" is answered by the
         # quote of why it went up, however recently said, before a new sentence that does not.
         only_new = asks_for_more(question) or any(p.startswith(STATED_MORE_ABOUT) for p in stated or [])
-        if asks_who_said_it(question) and (quoted := _quoted_in(sources, last_answer)):
-            return quoted[: self.max_sentences], 0.0
+        if asks_who_said_it(question) and (quoted := quoted_lines(sources, last_answer)):
+            return about_what_was_asked(quoted, topic, question)[: self.max_sentences], 0.0
         candidates = unsaid_sentences(sources, already_said, keep_said=not only_new)
         candidates = holding_own_words(question, stated, candidates)
         if not candidates:

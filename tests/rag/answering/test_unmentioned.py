@@ -65,3 +65,32 @@ def test_an_answer_holds_the_subject_in_its_quotes_titles_or_other_words_hyphen_
     uncited = _run("who is oncall this week", docs=[runbook], cited=[])
     assert subject_held(uncited, "The event loop runs the call stack [1].", ["oncall"]) == 0
     assert subject_held(uncited, "Judgments can retune these weights [1].", ["change", "weights"]) == 2
+
+
+def test_a_figure_is_the_same_however_it_is_written():
+    from rag.answering.unmentioned import figures
+
+    assert set(figures("latency at 1m chunks")) == set(figures("at 1 million chunks")) == {(1e6, "")}
+    assert (1e6, "") in figures("we loaded 1,000,000 chunks", in_digits=True)
+    assert set(figures("p95 is 24 ms at 100k chunks")) == {(24.0, "ms"), (1e5, "")}
+    assert figures("the top 3 complaints of 2026") == {}  # a bare number counts nothing it names
+
+
+def test_a_figure_no_source_states_opens_the_answer_with_a_note():
+    from types import SimpleNamespace
+
+    from rag.answering.unmentioned import unstated_figure_note
+
+    weekly = SimpleNamespace(text="Maya Chen: p95 search latency is 24 ms at 100k chunks.")
+    answer = "Maya Chen: “p95 search latency is 24 ms at 100k chunks.” [1]"
+
+    def note(question, chips=()):
+        return unstated_figure_note(SimpleNamespace(query=question, chips=list(chips), docs=[weekly]), answer)
+
+    assert note("what is the latency at 1m chunks") == (
+        "Nothing you can see gives a figure for “1m”; the closest your sources come:"
+    )
+    assert note("what is the latency at 100k chunks") == ""
+    assert note("is search under 50 ms") == ""  # a bound, which 24 ms answers
+    last_day = SimpleNamespace(field="date", phrase="in the last 24 hours")
+    assert note("what did we decide in the last 24 hours", [last_day]) == ""  # the period's, not a figure
