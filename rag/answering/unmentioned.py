@@ -107,9 +107,12 @@ _UNIT = {"ms": "ms", "s": "s", "sec": "s", "seconds": "s", "min": "min", "minute
          "hours": "h", "gb": "gb", "mb": "mb", "kb": "kb", "tb": "tb", "%": "%", "percent": "%"}  # fmt: skip
 
 
-# "is search under 50 ms": a bound the answer's figure is held against, not a figure to find.
+# "is search under 50 ms": a bound the answer's figure is held against, not a figure to find; "in
+# the last 24 hours", "every 15 minutes": a period or a frequency, no figure a document states.
 _THRESHOLD_RE = re.compile(
-    r"(?:under|over|below|above|beyond|within|than|at (?:least|most)|up to|exceeds?|reach(?:es)?|[<>≤≥])\s*$", re.I
+    r"(?:under|over|below|above|beyond|within|than|at (?:least|most)|up to|exceeds?|reach(?:es)?|[<>≤≥]"
+    r"|last|past|next|previous|coming|every|each)\s*$",
+    re.I,
 )
 _THOUSANDS_RE = re.compile(r"\d{1,3}(?:,\d{3})+")
 _DIGITS_RE = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\w,])|(?<![\w.,])\d{4,}(?![\w.,])")
@@ -141,12 +144,14 @@ def unstated_figure_note(run: AskRun, answer: str) -> str:
     """The line an answer opens with when the question gives a figure ("what is the latency at 1m
     chunks") that neither the answer nor any of its sources states: the quotes after it are about
     other figures ("24 ms at 100k chunks"), not an answer for that one. Empty otherwise; a figure
-    of the question's period ("in the last 30 days") is its dates, which the chip shows."""
+    of the question's period ("in the last 24 hours", "2 hours ago") is none."""
     dated = " ".join(chip.phrase for chip in run.chips if chip.field == "date")
     asked = {
         key: typed
         for key, typed in figures(run.query).items()
-        if typed not in dated and not _THRESHOLD_RE.search(run.query.split(typed)[0])
+        if typed not in dated
+        and not _THRESHOLD_RE.search(run.query.split(typed)[0])
+        and not re.match(r"\s*ago\b", run.query.split(typed, 1)[1], re.I)
     }
     if not asked:
         return ""

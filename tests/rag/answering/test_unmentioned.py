@@ -92,5 +92,10 @@ def test_a_figure_no_source_states_opens_the_answer_with_a_note():
     )
     assert note("what is the latency at 100k chunks") == ""
     assert note("is search under 50 ms") == ""  # a bound, which 24 ms answers
-    last_day = SimpleNamespace(field="date", phrase="in the last 24 hours")
-    assert note("what did we decide in the last 24 hours", [last_day]) == ""  # the period's, not a figure
+    # a period or a frequency is no figure a document states
+    assert note("what did we decide in the last 24 hours") == ""
+    assert note("what broke 2 hours ago") == note("does it sync every 15 minutes") == ""
+    last_year = SimpleNamespace(field="date", phrase="in 2026")
+    assert note("what did we spend 10k on in 2026", [last_year]) == (
+        "Nothing you can see gives a figure for “10k”; the closest your sources come:"
+    )
