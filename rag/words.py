@@ -39,6 +39,13 @@ STOPWORDS = frozenset(_STOP_TEXT.split()) | frozenset(_UNAPOSTROPHED.split()) | 
 COMMON_WORDS = STOPWORDS | {"use", "uses", "using", "used"}
 
 
+# A number written in words ("five analysts", "six years", "three hundred"), as a regex alternation.
+CARDINALS = (
+    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen"
+    "|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|hundreds"
+    "|thousand|thousands|million|millions|dozen|dozens"
+)
+
 # Word families the crude stemmer cannot join: a question asks "what did we decide", the notes
 # say "Decision:". Ordinary English morphology, not tuned to any corpus.
 _FAMILIES = {

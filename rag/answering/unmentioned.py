@@ -146,13 +146,8 @@ def unstated_figure_note(run: AskRun, answer: str) -> str:
     other figures ("24 ms at 100k chunks"), not an answer for that one. Empty otherwise; a figure
     of the question's period ("in the last 24 hours", "2 hours ago") is none."""
     dated = " ".join(chip.phrase for chip in run.chips if chip.field == "date")
-    asked = {
-        key: typed
-        for key, typed in figures(run.query).items()
-        if typed not in dated
-        and not _THRESHOLD_RE.search(run.query.split(typed)[0])
-        and not re.match(r"\s*ago\b", run.query.split(typed, 1)[1], re.I)
-    }
+    found = figures(run.query)
+    asked = {key: typed for key, typed in found.items() if typed not in dated and _sought(run.query, typed)}
     if not asked:
         return ""
     said = figures(" ".join([answer, *(d.text for d in run.docs)]), in_digits=True)
@@ -161,6 +156,13 @@ def unstated_figure_note(run: AskRun, answer: str) -> str:
         return ""
     named = " or ".join(f"“{w}”" for w in missing)
     return f"Nothing you can see gives a figure for {named}; the closest your sources come:"
+
+
+def _sought(question: str, figure: str) -> bool:
+    """The question looks for ``figure``: it is no bound ("under 50 ms"), period ("the last 24
+    hours", "2 hours ago") or frequency ("every 15 minutes")."""
+    before, _, after = question.partition(figure)
+    return not _THRESHOLD_RE.search(before) and not re.match(r"\s*ago\b", after, re.I)
 
 
 def _claim(question: str, unmentioned: list[str]) -> str:

@@ -7,15 +7,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from rag.words import WORD_RE, content_terms, stem
+from rag.words import CARDINALS, WORD_RE, content_terms, stem
 
 _HOW_MANY_RE = re.compile(r"\bhow many\s+(?:of\s+(?:the|our|your|their)\s+)?(?P<thing>[A-Za-z][\w-]*)", re.I)
-_CARDINAL_RE = re.compile(
-    r"^(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen"
-    r"|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred"
-    r"|hundreds|thousand|thousands|million|millions|dozen|dozens)$",
-    re.I,
-)
+_CARDINAL_RE = re.compile(rf"^(?:\d[\d,.]*|{CARDINALS})$", re.I)
 # "five analysts", "12 senior analysts", "three hundred new analysts": the thing counted comes within
 # this many words after the number.
 _MAX_GAP = 2

@@ -14,7 +14,7 @@ import difflib
 import re
 import unicodedata
 
-from rag.words import STOPWORDS, content_terms
+from rag.words import CARDINALS, STOPWORDS, content_terms
 
 _MONTHS = (
     "january|february|march|april|may|june|july|august|september|october|november|december"
@@ -51,9 +51,8 @@ _NUMBER_RE = re.compile(
 # any number: a year or a count in a sentence on the same subject is no length.
 _HOW_LONG_RE = re.compile(r"^\s*how long\b", re.I)
 _DURATION_RE = re.compile(
-    r"\b(?:\d[\d,.]*|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty"
-    r"|forty|fifty|hundred|several|few|many)[\s-]+(?:\w+[\s-]+)?(?:seconds?|minutes?|hours?|days?|nights?|weeks?"
-    r"|months?|years?|decades?|centuries|century)\b",
+    rf"\b(?:\d[\d,.]*|a|an|several|few|many|{CARDINALS})[\s-]+(?:\w+[\s-]+)?"
+    r"(?:seconds?|minutes?|hours?|days?|nights?|weeks?|months?|years?|decades?|centuries|century)\b",
     re.I,
 )
 _WHO_RE = re.compile(r"^\s*(?:who|whom|whose)\b", re.I)
