@@ -96,7 +96,8 @@ class FilterChip:
 
     def _nothing(self) -> str:
         if self.field == "date":
-            period = re.sub(r"^(?:in|on|for|during)\s+", "", self.phrase.strip(), flags=re.I)
+            # "nothing dated 2027", "nothing dated today", but "nothing dated in the last 24 hours".
+            period = re.sub(r"^(?:in|on|for|during|from)\s+(?!the\b)", "", self.phrase.strip(), flags=re.I)
             return f"nothing dated {period or self.value.replace('/', ' – ')}"
         if self.field == "people":
             return f"nothing with {self.value}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import math
 import re
 
 MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
@@ -122,7 +123,15 @@ def _between(low: str, today: dt.date) -> _DateRange | None:
     return None
 
 
+def _hours_back(n: int, today: dt.date) -> dt.date:
+    """The first day "the last n hours" may reach: documents carry a day, not a time, so yesterday
+    is in it for any n (two hours ago may be before midnight)."""
+    return today - dt.timedelta(days=max(1, math.ceil(n / 24)))
+
+
 def _last_n_units(low: str, today: dt.date) -> _DateRange | None:
+    if m := re.search(rf"\b(?:in\s+)?(?:the\s+)?(?:last|past|previous)\s+({_NUM_RE})\s+hours?\b", low):
+        return _found(m, _hours_back(_number(m[1]), today), today)
     if m := re.search(rf"\b(?:in\s+)?(?:the\s+)?(?:last|past|previous)\s+({_NUM_RE})\s+(day|week|month|year)s?\b", low):
         n, unit = _number(m[1]), m[2]
         start = (
@@ -135,6 +144,8 @@ def _last_n_units(low: str, today: dt.date) -> _DateRange | None:
 
 
 def _the_last_unit(low: str, today: dt.date) -> _DateRange | None:
+    if m := re.search(r"\b(?:in\s+)?the\s+(?:last|past)\s+hour\b|\bpast\s+hour\b", low):
+        return _found(m, _hours_back(1, today), today)
     if m := re.search(
         r"\b(?:in\s+)?the\s+(?:last|past)\s+(day|week|month|year)\b|\bpast\s+(day|week|month|year)\b", low
     ):
@@ -149,6 +160,9 @@ def _the_last_unit(low: str, today: dt.date) -> _DateRange | None:
 
 
 def _ago(low: str, today: dt.date) -> _DateRange | None:
+    if m := re.search(rf"\b({_NUM_RE})\s+hours?\s+ago\b", low):
+        start = _hours_back(_number(m[1]), today)
+        return _found(m, start, start if _number(m[1]) >= 24 else today)
     if m := re.search(rf"\b({_NUM_RE})\s+(day|week|month|year)s?\s+ago\b", low):
         n, unit = _number(m[1]), m[2]
         if unit in ("month", "year"):

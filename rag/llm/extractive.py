@@ -272,6 +272,10 @@ class ExtractiveLLM:
         kept = said or spoken_lines(question, candidates) or stating(candidates, listed, about, q_terms)
         if counting:  # the quotes are examples of what the metadata counted
             kept = examples_of(counted_target(stated, STATED_COUNT), kept or candidates) or kept
+        elif not kept and asked_listing(question) is not None:
+            # "What did we decide in the last 24 hours" where that day holds only course pages: their
+            # "is decided by where it is written" is no decision. No answer lets the period be lifted.
+            return [], best_similarity
         pool, pool_vecs = _only(kept, candidates, vecs)
         # Not "the Logseq sync" for "the notion sync" (the names as all the lines write them), also
         # when that was the only line kept: then any line but those of another name.

@@ -35,6 +35,12 @@ D = dt.date
         ("since March 2025", D(2025, 3, 1), TODAY),
         ("anything from september", D(2024, 9, 1), D(2024, 9, 30)),
         ("from March to May 2025", D(2025, 3, 1), D(2025, 5, 31)),
+        # Documents carry a day, not a time: the last hours reach back into yesterday.
+        ("what did we decide in the last 24 hours", D(2025, 6, 11), TODAY),
+        ("anything in the past 48 hours", D(2025, 6, 10), TODAY),
+        ("what changed in the last hour", D(2025, 6, 11), TODAY),
+        ("the deploy 3 hours ago", D(2025, 6, 11), TODAY),
+        ("the outage 48 hours ago", D(2025, 6, 10), D(2025, 6, 10)),
     ],
 )
 def test_date_phrases_resolve_relative_to_today(text, start, end):

@@ -98,7 +98,7 @@ def test_a_period_with_nothing_in_it_is_lifted_while_the_name_still_narrows(user
     member = users["member"]
     body = ask_collect(user=member, scope=Scope.for_user(member), query="Did I see Ana in the past week?", log=False)
     date, person = chip(body, "date"), chip(body, "people")
-    assert date["widened"] and date["label"] == "nothing dated the past week — searched everything"
+    assert date["widened"] and date["label"] == "nothing dated in the past week — searched everything"
     assert (person["value"], person["effect"]) == ("Ana", "filter") and body["fallback"] is None
     assert body["filters"]["people"] == ["Ana"] and body["filters"].get("date_from") is None
 
@@ -318,6 +318,19 @@ def test_what_we_decided_reads_newest_first(demo):
     assert dates == sorted(dates, reverse=True), body["citations"]
     acme = ask(demo["member"], "what did we decide with acme")
     assert acme["citations"][0]["title"] == "Acme Capital pilot review", acme["answer"]
+
+
+def test_the_last_hours_hold_only_course_pages_so_the_period_is_lifted_for_decisions(demo):
+    from ingestion.demo import load_demo_content
+
+    # As on `make demo`: the course pages are dated today, and the last meeting days ago. Their
+    # "is decided by where it is written" is no decision, so the period holds none and is lifted.
+    load_demo_content()
+    body = ask(demo["member"], "what did we decide in the last 24 hours")
+    date = chip(body, "date")
+    assert date["widened"] and date["label"] == "nothing dated in the last 24 hours — searched everything"
+    lines = _quoted_lines(body["answer"])
+    assert lines and all(any(d in line for d in _DECISION_LINES) for line in lines), body["answer"]
 
 
 @pytest.mark.parametrize("question", ["what are the action items", "what are the next steps", "any todos"])
