@@ -494,14 +494,18 @@ def hyphenated_pairs(query: str, *, scope) -> dict[str, str]:
     return {pair: joined for pair, joined in joined_pairs.items() if pair.lower() not in apart}
 
 
-def unknown_words(words: set[str], *, scope) -> set[str]:
+def unknown_words(words: set[str], *, scope, codes: bool = False) -> set[str]:
     """Those of ``words`` (lower case) that no document visible in ``scope`` holds, as the keyword
-    index reads them (stop words, which it drops, count as known)."""
+    index reads them (stop words, which it drops, count as known). ``codes``: the words of letters
+    and digits ("p99", "s3") instead of those of letters, which are the ones a slip is corrected in."""
     from django.db import connection
 
     from rag.search import SearchFilters, filter_sql
 
-    words = {w.lower() for w in words if w.isalpha() and len(w) >= 3 and w.lower() not in COMMON_WORDS}
+    if codes:
+        words = {w.lower() for w in words if is_code(w)}
+    else:
+        words = {w.lower() for w in words if w.isalpha() and len(w) >= 3 and w.lower() not in COMMON_WORDS}
     if not words:
         return set()
     where, params = filter_sql(SearchFilters(), scope)
@@ -514,3 +518,8 @@ def unknown_words(words: set[str], *, scope) -> set[str]:
             {**params, "words": sorted(words)},
         )
         return {row[0] for row in cursor.fetchall()}
+
+
+def is_code(word: str) -> bool:
+    """A name of letters and digits ("p99", "gpt4", "s3"), not a number with its unit ("24h", "10k")."""
+    return bool(re.fullmatch(r"[^\W\d_]+\d[^\W_]*", word))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from rag.answering.retrieval import AskRun, people_words, without_periods
-from rag.answering.spelling import slip_of_common_word
+from rag.answering.spelling import is_code, slip_of_common_word, unknown_words
 from rag.llm.counts import answers_count
 from rag.llm.sentences import split_sentences
 from rag.words import (
@@ -52,6 +52,10 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
         | {w.lower() for chip in run.chips if chip.field == "date" for w in WORD_RE.findall(chip.phrase)}
         | {w.lower() for typed in figures(run.query).values() for w in WORD_RE.findall(typed)}
     )
+    # "p99" where the sources give p95: a name of letters and digits is no slip to correct, so the
+    # search kept it as typed, and only here is it looked up.
+    codes = {w for w in WORD_RE.findall(run.query) if is_code(w)}
+    unknown = run.unknown | (unknown_words(codes, scope=run.scope, codes=True) if codes else set())
     said = " ".join([answer, *(f"{d.best.title} {d.agenda}" for d in run.docs)]).lower()
     said_closed = said.replace("-", "")  # "oncall" where the sources write "on-call"
     # The same word in another form ("complained" where the answer quotes "complaints"), or what a
@@ -60,7 +64,7 @@ def unmentioned_note(run: AskRun, answer: str) -> str:
     words = [
         w
         for w in dict.fromkeys(WORD_RE.findall(run.query))
-        if w.lower() in run.unknown
+        if w.lower() in unknown
         and w.lower() not in known
         # "summarize", "discussion", "list", "made", "latest", "owns": the kind of answer, not its subject;
         # "goes", "stop": the question's grammar; "wat": "what" typed a letter off

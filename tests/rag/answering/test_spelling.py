@@ -17,6 +17,7 @@ from rag.answering.spelling import (
     dehyphenated,
     edit_distance,
     hyphenated_pairs,
+    is_code,
     pairs_of,
     slip_of_common_word,
     unknown_words,
@@ -310,3 +311,13 @@ def test_a_word_the_documents_write_only_longer_is_that_word():
     assert correct_query("how do i conected notion", unknown={"conected"}, vocabulary=vocabulary)[0] == (
         "how do i connected notion"
     )
+
+
+@pytest.mark.parametrize("word", ["p99", "gpt4", "s3", "x86", "mp3", "p99th"])
+def test_names_of_letters_and_digits_are_codes(word):
+    assert is_code(word)
+
+
+@pytest.mark.parametrize("word", ["24h", "10k", "1m", "2027", "latency", "on-call", "p"])
+def test_numbers_with_units_and_plain_words_are_no_codes(word):
+    assert not is_code(word)
