@@ -36,7 +36,12 @@ from rag.answering.sources import (
     SourceDoc,
     renumber,
 )
-from rag.answering.unmentioned import unmentioned_note, unstated_figure_note, unstated_sum_note
+from rag.answering.unmentioned import (
+    unmentioned_note,
+    unstated_figure_note,
+    unstated_sum_note,
+    unstated_time_note,
+)
 from rag.embeddings import get_embedder
 from rag.interactions import interaction_record
 from rag.llm import Completion, LLMError, UnknownModel, get_llm, model_info
@@ -282,8 +287,13 @@ def _pipeline(run: AskRun) -> Iterator[AskEvent]:
 
 def _opening_note(run: AskRun, answer: str) -> str:
     """What the quotes after it are not: an answer to a word no visible document says, the sum of
-    money the question asks for, or the figure it gives."""
-    return unmentioned_note(run, answer) or unstated_sum_note(run, answer) or unstated_figure_note(run, answer)
+    money the question asks for, the figure it gives, or the time it asks for."""
+    return (
+        unmentioned_note(run, answer)
+        or unstated_sum_note(run, answer)
+        or unstated_figure_note(run, answer)
+        or unstated_time_note(run, answer)
+    )
 
 
 def _rewrite(run: AskRun, llm, conversation: conv.Conversation) -> None:

@@ -8,6 +8,7 @@ import re
 from rag.answering.retrieval import AskRun, people_words, without_periods
 from rag.answering.spelling import is_code, slip_of_common_word, unknown_words
 from rag.llm.counts import answers_count
+from rag.llm.prose import asks_when, states_time
 from rag.llm.sentences import split_sentences
 from rag.words import (
     KIND_OF_ANSWER_TERMS,
@@ -97,6 +98,34 @@ def unstated_sum_note(run: AskRun, answer: str) -> str:
                 return ""  # the sum is written, though the quotes missed it: no claim that it is not
     what = f"“{' '.join(subject)}”" if subject else "this"
     return f"Nothing you can see gives a sum of money for {what}; the closest your sources come:"
+
+
+def unstated_time_note(run: AskRun, answer: str) -> str:
+    """The line an answer opens with when the question asks when ("when is the next platform
+    weekly") and neither the quotes nor any sentence of its sources on that subject says a time:
+    the lines after it are about the subject, not its date. Empty otherwise; a source's own date,
+    which answers "when did we meet acme", is in the answer when it answers."""
+    # "When is the next platform weekly" is not answered by "the nightly sync": how often is no date.
+    to_come = next((w for w in WORD_RE.findall(run.query) if w.lower() in _TO_COME), "")
+    if not asks_when(run.query) or states_time(answer, a_date=bool(to_come)):
+        return ""
+    subject = [w for w in question_subject(run) if w.lower() not in _TO_COME]
+    wanted = set().union(*(content_terms(w) for w in subject))
+    # A source whose title names the whole subject ("Platform weekly") is what the question is
+    # about: a time in any of its sentences may answer. Elsewhere a sentence must say most of the
+    # subject itself: the platform team's "budget for 2027" is no time of the platform weekly.
+    titled = [d for d in run.docs if wanted and wanted <= content_terms(d.best.title)]
+    for doc in titled or run.docs:
+        for sentence in split_sentences(doc.text):
+            if states_time(sentence, a_date=bool(to_come)) and (
+                titled or 2 * len(wanted & content_terms(sentence)) >= len(wanted)
+            ):
+                return ""  # the time is written, though the quotes missed it: no claim that it is not
+    what = f"“{' '.join([to_come, *subject]).strip()}”" if subject else "this"
+    return f"Nothing you can see gives a time for {what}; the closest your sources come:"
+
+
+_TO_COME = frozenset({"next", "upcoming", "coming", "following"})
 
 
 # A figure with its magnitude or unit: "1m chunks", "10 million", "50 ms", "3.5 GB", "20%". A bare

@@ -32,7 +32,7 @@ _HOW_MANY_RE = re.compile(
 # locked at nine in the evening", "the ferry leaves at 7:30", "backups run every Sunday".
 _CLOCK = (
     r"\d{1,2}[:.h]\d{2}|\d{1,2}\s?(?:am|pm|a\.m\.|p\.m\.)|o'clock|noon|midnight|midday|dawn|dusk|sunrise|sunset"
-    r"|morning|afternoon|evening|night|tonight|today|tomorrow|yesterday|daily|weekly|monthly|yearly|annually"
+    r"|morning|afternoon|evening|night|nightly|tonight|today|tomorrow|yesterday|daily|weekly|monthly|yearly|annually"
     r"|hourly|weekend|weekday|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|spring|summer|autumn|winter"
 )
 _TIME_RE = re.compile(
@@ -159,6 +159,23 @@ def dated_lead(question: str, sentences: list[str], sources: list, *, spoken: bo
     if not dated and spoken and _WHEN_ACT_RE.search(question):
         dated = sorted({s.n: s for s in quoted if s.date}.values(), key=lambda s: s.date)
     return " ".join(f"“{s.title}” is dated {s.date} [{s.n}]." for s in dated)
+
+
+def asks_when(question: str) -> bool:
+    """The question asks for a time: "when…?", "in what year…?"."""
+    return bool(_WHEN_RE.search(question))
+
+
+def states_time(text: str, *, a_date: bool = False) -> bool:
+    """The text says a time: a date, a year, a time of day or week, or the event a rule waits for.
+    ``a_date``: a time that something still to come can fall on, so "the nightly sync" or "a
+    monthly report" (how often, not when) is none."""
+    if a_date:
+        text = _RECURRING_RE.sub(" ", text)
+    return bool(_TIME_RE.search(text) or _WHEN_CLAUSE_RE.search(text))
+
+
+_RECURRING_RE = re.compile(r"\b(?:hourly|nightly|daily|weekly|monthly|yearly|annually)\b", re.I)
 
 
 def has_expected_form(question: str, sentence: str) -> bool:

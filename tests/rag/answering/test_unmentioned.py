@@ -99,3 +99,35 @@ def test_a_figure_no_source_states_opens_the_answer_with_a_note():
     assert note("what did we spend 10k on in 2026", [last_year]) == (
         "Nothing you can see gives a figure for “10k”; the closest your sources come:"
     )
+
+
+def test_a_time_no_source_gives_opens_the_answer_with_a_note():
+    from types import SimpleNamespace
+
+    from rag.answering.unmentioned import unstated_time_note
+
+    weekly = SimpleNamespace(
+        best=SimpleNamespace(title="Platform weekly"),
+        text="Sam Okafor: The nightly Notion sync hit rate limits twice.\nMaya Chen: p95 is 24 ms.",
+    )
+    budget = SimpleNamespace(
+        best=SimpleNamespace(title="Platform team budget 2027"),
+        text="The platform team budget for 2027 is 412,000 euros.",
+    )
+    release = SimpleNamespace(
+        best=SimpleNamespace(title="1:1 with Leo"), text="Leo: I will ship the release by Friday."
+    )
+
+    def note(question, answer, docs):
+        run = SimpleNamespace(query=question, searched_query=question, chips=[], docs=docs)
+        return unstated_time_note(run, answer)
+
+    # How often the sync runs is no date the next meeting falls on, nor is another page's 2027.
+    nightly = "Sam: “The nightly sync hit rate limits.” [1]"
+    assert note("when is the next platform weekly", nightly, [weekly, budget]) == (
+        "Nothing you can see gives a time for “next platform weekly”; the closest your sources come:"
+    )
+    assert note("when does the notion sync run", "Sam: “The nightly Notion sync hit rate limits.” [1]", [weekly]) == ""
+    # A time the quotes missed but a source on the subject states: no claim that none does.
+    assert note("when is the release", "Leo: “I will hand the checklist to Sam.” [1]", [release]) == ""
+    assert note("what is the platform budget", "The budget is 412,000 euros [1].", [budget]) == ""  # no "when"
