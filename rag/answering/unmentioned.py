@@ -107,7 +107,9 @@ def unstated_time_note(run: AskRun, answer: str) -> str:
     which answers "when did we meet acme", is in the answer when it answers."""
     # "When is the next platform weekly" is not answered by "the nightly sync": how often is no date.
     to_come = next((w for w in WORD_RE.findall(run.query) if w.lower() in _TO_COME), "")
-    if not asks_when(run.query) or states_time(answer, a_date=bool(to_come)):
+    # "Journals take their date from the file name" answers "which date do journals take": a quote
+    # that speaks of the time itself says how it is set, with no time to give.
+    if not asks_when(run.query) or states_time(answer, a_date=bool(to_come)) or _SPEAKS_OF_TIME_RE.search(answer):
         return ""
     subject = [w for w in question_subject(run) if w.lower() not in _TO_COME]
     wanted = set().union(*(content_terms(w) for w in subject))
@@ -126,6 +128,7 @@ def unstated_time_note(run: AskRun, answer: str) -> str:
 
 
 _TO_COME = frozenset({"next", "upcoming", "coming", "following"})
+_SPEAKS_OF_TIME_RE = re.compile(r"\b(?:dates?|dated|times?|timing|timestamps?|schedule[sd]?|when)\b", re.I)
 
 
 # A figure with its magnitude or unit: "1m chunks", "10 million", "50 ms", "3.5 GB", "20%". A bare

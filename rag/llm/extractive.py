@@ -41,6 +41,7 @@ from rag.llm.counts import (
     counted_thing,
     counts_first,
     counts_thing,
+    each_in_turn,
     examples_of,
     one_a_source,
 )
@@ -304,9 +305,10 @@ class ExtractiveLLM:
         # What the quotes need beside them ("and how do i use it" after the steps that create it
         # starts at the first step the conversation has not quoted).
         chosen = completed(question, chosen, candidates, max_sentences=self.max_sentences)
-        if counting:  # one example of each document counted (listed): the best of its lines
+        if counting:  # one example of each document counted: the best of its lines; those listed fill the room
             telling = [c for c in pool if not c.speaker or says_something(c.text)]
-            chosen = one_a_source(telling, limit=self.max_sentences)
+            counted_only = any(p.startswith(STATED_COUNT) for p in stated or [])
+            chosen = (one_a_source if counted_only else each_in_turn)(telling, limit=self.max_sentences)
         else:
             chosen = counts_first(counted, chosen)
         chosen = with_antecedents(chosen, candidates, q_terms)

@@ -131,3 +131,7 @@ def test_a_time_no_source_gives_opens_the_answer_with_a_note():
     # A time the quotes missed but a source on the subject states: no claim that none does.
     assert note("when is the release", "Leo: “I will hand the checklist to Sam.” [1]", [release]) == ""
     assert note("what is the platform budget", "The budget is 412,000 euros [1].", [budget]) == ""  # no "when"
+    # A quote on how the time is set is about the time: no claim that nothing gives one.
+    journals = SimpleNamespace(best=SimpleNamespace(title="Syncing a Logseq graph"), text="Journals take their date.")
+    answer = "Journals take their date from the file name [1]."
+    assert note("which date do the journals of a synced graph take", answer, [journals]) == ""
