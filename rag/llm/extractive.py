@@ -26,7 +26,7 @@ from rag.llm.candidates import (
     sentence_vectors,
     unsaid_sentences,
 )
-from rag.llm.completing import completed, no_reason_given, with_antecedents
+from rag.llm.completing import completed, with_antecedents
 from rag.llm.context import (
     STATED_COUNT,
     STATED_LISTED,
@@ -59,29 +59,26 @@ from rag.llm.listing import (
 from rag.llm.pointing_back import about_what_was_asked, quoted_lines
 from rag.llm.prose import (
     answers_otherwise,
+    asks_how_long,
     asks_how_often,
-    dated_lead,
     dated_sources,
     has_expected_form,
     naming_sources,
     only_points_elsewhere,
     unmentioned_names,
 )
+from rag.llm.quoting import written_answer
 from rag.llm.sentence_rank import word_fit
-from rag.llm.sentences import cite
 from rag.llm.stated import holding_own_words, without_stated
 from rag.llm.transcripts import (  # transcripts only: speaker turns, hesitations, role names
     ACTIVITY_TERMS,
-    agenda_lead,
     asks_what_busy_with,
     asks_who_said_it,
     lend_to_replies,
     lines_said_by,
     names_speaker,
-    quote,
     says_something,
     spoken_lines,
-    unvoiced_lead,
 )
 from rag.words import (
     GENERIC_TERMS,
@@ -95,6 +92,8 @@ from rag.words import (
 )
 
 logger = logging.getLogger(__name__)
+
+_HOW_LONG_TERMS = frozenset(content_terms("long"))
 
 
 class ExtractiveLLM:
@@ -226,6 +225,8 @@ class ExtractiveLLM:
         question = joined_as_written(question, [*(c.text for c in candidates), *(s.title for s in sources)])
         query = f"{topic} {question}".strip() if topic else question
         q_terms = asked_terms(query)
+        if asks_how_long(question):
+            q_terms -= _HOW_LONG_TERMS  # "how long is the pilot" is no question about long tasks
         busy = asks_what_busy_with(asked)  # "what is maya working on": "working" is no subject
         if busy:
             q_terms -= ACTIVITY_TERMS
@@ -283,10 +284,7 @@ class ExtractiveLLM:
         named = of_the_names(question, pool, sources=candidates) or of_the_names(question, candidates)
         pool, pool_vecs = _only(named, candidates, vecs)
         leads = self._leads(pool, q_terms, question, prose=prose) if not narrowed else None
-        # "How many people joined the pilot?" opens with the line giving a number of them, where
-        # one does ("pilot with five analysts"), not with a closer line counting something else.
-        if counted and (counting_lines := {id(c) for c in pool if counts_thing(counted, c.text)}):
-            leads = (counting_lines & (leads or set())) or counting_lines
+        leads = _giving_what_is_asked(question, counted, pool, leads)
         # A list of decisions (tasks), some of them dated (meetings), is read newest first.
         dated = bool(
             listed
@@ -326,9 +324,10 @@ class ExtractiveLLM:
         filtered names kept (whose turns it asks for)."""
         central = centrality(vecs)
         fits = word_fit(question, [c.text for c in candidates]) if prose else [None] * len(candidates)
-        # A frequency is stated the same way written or spoken ("move the sync to every fifteen
-        # minutes"); the other forms are checked on written sources only.
-        form_check = bool(self.form_bonus) and (prose or asks_how_often(question))
+        # A frequency or a span of time is stated the same way written or spoken ("move the sync to
+        # every fifteen minutes", "review after six weeks"); the other forms are checked on written
+        # sources only.
+        form_check = bool(self.form_bonus) and (prose or asks_how_often(question) or asks_how_long(question))
         for cand, vec, centre, fit in zip(candidates, vecs, central, fits, strict=True):
             cand.similarity = dot(q_vec, vec)
             # The sources come ranked by their whole evidence (several chunks, a meeting's
@@ -523,49 +522,7 @@ class ExtractiveLLM:
             else:
                 yield f"I found nothing relevant to “{question}” in the sources you can see."
             return
-        # Consecutive sentences of one speaker in one source become one quote.
-        groups: list[list[Sentence]] = []
-        for s in chosen:
-            last = groups[-1][-1] if groups else None
-            if (
-                last
-                and s.speaker
-                and last.speaker == s.speaker
-                and last.source.n == s.source.n
-                and s.position == last.position + 1
-            ):
-                groups[-1].append(s)
-            else:
-                groups.append([s])
-        lead = chosen[0].source
-        spoken = bool(chosen[0].speaker)
-        if when := dated_lead(
-            question, [c.text for c in chosen], sources, spoken=spoken, quoted=[c.source for c in chosen]
-        ):
-            yield when + "\n\n"  # a meeting's lines seldom say its date: its metadata does
-        if no_reason_given(question, chosen):
-            yield "These sources give no reason; what else they say:\n\n"
-        # What the filters took ("in september") is when, not what the person is asked about.
-        asked_about = content_terms(without_stated(question, stated)[0])
-        if asks_who_said_it(question) and not any(c.speaker for c in chosen):
-            # "Who said that" of a page's sentences: a page is no one's words, and says no name.
-            yield f"No one is quoted saying it: it is written in “{lead.title}”.\n\n"
-        if unvoiced := unvoiced_lead(question, asked_about, chosen, sources):
-            yield unvoiced + "\n\n"  # Sam speaks in these meetings, but decided nothing quoted here
-        if lead.agenda:
-            # The quotes come from the part of the meeting the question names: say which, so the
-            # reader knows what the speakers are talking about before reading them.
-            yield agenda_lead(lead.agenda) + "\n\n"
-        previous = None
-        for group in groups:
-            first = group[0]
-            if previous is not None:
-                yield "\n\n" if first.source.n != previous or first.speaker else " "
-            if first.speaker:
-                yield quote(first.speaker, [s.text for s in group], first.source.n)
-            else:
-                yield cite(first.text, first.source.n)
-            previous = first.source.n
+        yield from written_answer(question, chosen, sources, stated)
 
 
 def _asks_beyond(q_terms: set[str], line: Sentence) -> bool:
@@ -590,6 +547,21 @@ def _quotable_sources(
     if naming is None or subject is None:
         return naming if subject is None else subject
     return (naming & subject) or subject
+
+
+def _giving_what_is_asked(question: str, counted: str, pool: list[Sentence], leads: set[int] | None) -> set[int] | None:
+    """``leads`` narrowed to the lines that give what the question's form asks for, where some do.
+    "How many people joined the pilot?" opens with the line giving a number of them ("pilot with
+    five analysts"), not with a closer line counting something else; "how long is the pilot?" with
+    the line giving a span of time ("review after six weeks"), "how often…" with the one giving a
+    frequency, however high another meeting ranks."""
+    if counted and (counting_lines := {id(c) for c in pool if counts_thing(counted, c.text)}):
+        leads = (counting_lines & (leads or set())) or counting_lines
+    if (asks_how_long(question) or asks_how_often(question)) and (
+        timed := {id(c) for c in pool if has_expected_form(question, c.text)}
+    ):
+        leads = (timed & (leads or set())) or timed
+    return leads
 
 
 def _only(kept: list[Sentence], candidates: list[Sentence], vecs: list[list[float]]) -> tuple[list, list]:

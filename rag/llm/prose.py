@@ -95,6 +95,11 @@ def asks_how_often(question: str) -> bool:
     return bool(_HOW_OFTEN_RE.search(question))
 
 
+def asks_how_long(question: str) -> bool:
+    """The question asks how long something lasts or takes ("how long is the pilot")."""
+    return bool(_HOW_LONG_RE.search(question))
+
+
 # "When did we last meet Acme?" asks for the latest of the dated sources it names; "first" for the
 # earliest.
 _LAST_RE = re.compile(r"\b(?:last|latest|most recent(?:ly)?)\b", re.I)
