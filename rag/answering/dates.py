@@ -130,46 +130,41 @@ def _hours_back(n: int, today: dt.date) -> dt.date:
 
 
 def _last_n_units(low: str, today: dt.date) -> _DateRange | None:
-    if m := re.search(rf"\b(?:in\s+)?(?:the\s+)?(?:last|past|previous)\s+({_NUM_RE})\s+hours?\b", low):
-        return _found(m, _hours_back(_number(m[1]), today), today)
-    if m := re.search(rf"\b(?:in\s+)?(?:the\s+)?(?:last|past|previous)\s+({_NUM_RE})\s+(day|week|month|year)s?\b", low):
+    if m := re.search(
+        rf"\b(?:in\s+)?(?:the\s+)?(?:last|past|previous)\s+({_NUM_RE})\s+(hour|day|week|month|year)s?\b", low
+    ):
         n, unit = _number(m[1]), m[2]
-        start = (
-            _shift_months(today, n * (12 if unit == "year" else 1))
-            if unit in ("month", "year")
-            else today - dt.timedelta(days=n * UNITS[unit])
-        )
-        return _found(m, start, today)
+        return _found(m, _back(n, unit, today), today)
     return None
 
 
+def _back(n: int, unit: str, today: dt.date) -> dt.date:
+    """The first day of the last ``n`` units up to ``today``."""
+    if unit == "hour":
+        return _hours_back(n, today)
+    if unit in ("month", "year"):
+        return _shift_months(today, n * (12 if unit == "year" else 1))
+    return today - dt.timedelta(days=n * UNITS[unit])
+
+
 def _the_last_unit(low: str, today: dt.date) -> _DateRange | None:
-    if m := re.search(r"\b(?:in\s+)?the\s+(?:last|past)\s+hour\b|\bpast\s+hour\b", low):
-        return _found(m, _hours_back(1, today), today)
     if m := re.search(
-        r"\b(?:in\s+)?the\s+(?:last|past)\s+(day|week|month|year)\b|\bpast\s+(day|week|month|year)\b", low
+        r"\b(?:in\s+)?the\s+(?:last|past)\s+(hour|day|week|month|year)\b|\bpast\s+(hour|day|week|month|year)\b",
+        low,
     ):
-        unit = m[1] or m[2]
-        start = (
-            _shift_months(today, 12 if unit == "year" else 1)
-            if unit in ("month", "year")
-            else today - dt.timedelta(days=UNITS[unit])
-        )
-        return _found(m, start, today)
+        return _found(m, _back(1, m[1] or m[2], today), today)
     return None
 
 
 def _ago(low: str, today: dt.date) -> _DateRange | None:
-    if m := re.search(rf"\b({_NUM_RE})\s+hours?\s+ago\b", low):
-        start = _hours_back(_number(m[1]), today)
-        return _found(m, start, start if _number(m[1]) >= 24 else today)
-    if m := re.search(rf"\b({_NUM_RE})\s+(day|week|month|year)s?\s+ago\b", low):
+    if m := re.search(rf"\b({_NUM_RE})\s+(hour|day|week|month|year)s?\s+ago\b", low):
         n, unit = _number(m[1]), m[2]
-        if unit in ("month", "year"):
-            start = _shift_months(today, n * (12 if unit == "year" else 1))
+        start = _back(n, unit, today)
+        if unit == "hour":  # "3 hours ago" may be yesterday or today; "48 hours ago" is one day
+            end = start if n >= 24 else today
+        elif unit in ("month", "year"):
             end = _shift_months(start, -1 if unit == "month" else -12) - dt.timedelta(days=1)
         else:
-            start = today - dt.timedelta(days=n * UNITS[unit])
             end = start + dt.timedelta(days=UNITS[unit] - 1)
         return _found(m, start, min(end, today))
     return None

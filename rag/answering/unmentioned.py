@@ -92,10 +92,8 @@ def unstated_sum_note(run: AskRun, answer: str) -> str:
         return ""
     subject = [w for w in question_subject(run) if not content_terms(w) <= MONEY_TERMS]
     wanted = set().union(*(content_terms(w) for w in subject))
-    for doc in run.docs:
-        for sentence in split_sentences(doc.text):
-            if states_money(sentence) and (not wanted or wanted & content_terms(sentence)):
-                return ""  # the sum is written, though the quotes missed it: no claim that it is not
+    if _written_in(run.docs, lambda s: states_money(s) and (not wanted or wanted & content_terms(s))):
+        return ""  # the sum is written, though the quotes missed it: no claim that it is not
     what = f"“{' '.join(subject)}”" if subject else "this"
     return f"Nothing you can see gives a sum of money for {what}; the closest your sources come:"
 
@@ -117,14 +115,19 @@ def unstated_time_note(run: AskRun, answer: str) -> str:
     # about: a time in any of its sentences may answer. Elsewhere a sentence must say most of the
     # subject itself: the platform team's "budget for 2027" is no time of the platform weekly.
     titled = [d for d in run.docs if wanted and wanted <= content_terms(d.best.title)]
-    for doc in titled or run.docs:
-        for sentence in split_sentences(doc.text):
-            if states_time(sentence, a_date=bool(to_come)) and (
-                titled or 2 * len(wanted & content_terms(sentence)) >= len(wanted)
-            ):
-                return ""  # the time is written, though the quotes missed it: no claim that it is not
+
+    def on_subject(sentence: str) -> bool:
+        return bool(titled) or 2 * len(wanted & content_terms(sentence)) >= len(wanted)
+
+    if _written_in(titled or run.docs, lambda s: states_time(s, a_date=bool(to_come)) and on_subject(s)):
+        return ""  # the time is written, though the quotes missed it: no claim that it is not
     what = f"“{' '.join([to_come, *subject]).strip()}”" if subject else "this"
     return f"Nothing you can see gives a time for {what}; the closest your sources come:"
+
+
+def _written_in(docs, holds) -> bool:
+    """Whether a sentence of ``docs`` ``holds`` (a test of its text)."""
+    return any(holds(sentence) for doc in docs for sentence in split_sentences(doc.text))
 
 
 _TO_COME = frozenset({"next", "upcoming", "coming", "following"})

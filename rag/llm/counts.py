@@ -104,23 +104,6 @@ def one_a_source(pool: list, *, limit: int) -> list:
     return sorted(ranked, key=lambda c: (not c.source.date, c.source.date, c.source.n))
 
 
-def each_in_turn(pool: list, *, limit: int) -> list:
-    """The best sentence of each source in ``pool`` (``one_a_source``), then, while ``limit`` leaves
-    room, each source's next best in turn: "what happened last month" over one meeting is that
-    meeting's lines, not one of them. Oldest source first, each source's lines in its own order."""
-    queues: dict[int, list] = {}
-    for c in sorted(pool, key=lambda c: -c.score):
-        queues.setdefault(c.source.n, []).append(c)
-    chosen = one_a_source(pool, limit=limit)
-    taken = {id(c) for c in chosen}
-    rest = [[c for c in queue if id(c) not in taken] for queue in queues.values()]
-    while len(chosen) < limit and any(rest):
-        for queue in rest:
-            if queue and len(chosen) < limit:
-                chosen.append(queue.pop(0))
-    return sorted(chosen, key=lambda c: (not c.source.date, c.source.date, c.source.n, c.position))
-
-
 _PLAIN_WORD_RE = re.compile(r"[^\W_]+")
 
 

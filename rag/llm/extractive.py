@@ -41,12 +41,12 @@ from rag.llm.counts import (
     counted_thing,
     counts_first,
     counts_thing,
-    each_in_turn,
     examples_of,
     one_a_source,
 )
 from rag.llm.examples import asks_example, code_example
 from rag.llm.listing import (
+    each_in_turn,
     latest_of_each,
     newest_first,
     on_subject,

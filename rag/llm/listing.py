@@ -191,6 +191,17 @@ def latest_of_each(pool: list[Sentence], *, limit: int) -> list[Sentence]:
     return _in_turn(by_source.values(), limit=limit, newest_first=True)
 
 
+def each_in_turn(pool: list[Sentence], *, limit: int) -> list[Sentence]:
+    """The best line of each source in ``pool``, then, while ``limit`` leaves room, each source's
+    next best in turn: "what happened last month" over one meeting is that meeting's lines, not one
+    of them. Oldest source first, as a listing names them; each source's lines in its own order."""
+    by_source: dict[int, list[Sentence]] = {}
+    for c in pool:
+        by_source.setdefault(c.source.n, []).append(c)
+    chosen = _in_turn(by_source.values(), limit=limit, newest_first=False)
+    return sorted(chosen, key=lambda c: (not c.source.date, c.source.date, c.source.n, c.position))
+
+
 def _in_turn(lines_by_source, *, limit: int, newest_first: bool) -> list[Sentence]:
     """Each source's best lines in turn until ``limit``, the sources taken in order of their best
     line's score (``newest_first``: of their dates, undated last); then newest source first, each
