@@ -40,6 +40,7 @@ from rag.answering.sources import (
 from rag.answering.spelling import (
     acronyms_of,
     correct_query,
+    english_words,
     find_name,
     hyphenated_pairs,
     pairs_of,
@@ -322,7 +323,10 @@ def _correct_spelling(run: AskRun, search, applied: SearchFilters, with_guesses:
         if with_guesses != applied:
             hits += search(with_guesses)
         texts = [f"{h.title}. {h.content}" for h in hits]
-        words = {"vocabulary": vocabulary_of(texts), "pairs": pairs_of(texts), "acronyms": acronyms_of(texts, typos)}
+        words = {
+            "vocabulary": vocabulary_of(texts), "pairs": pairs_of(texts), "acronyms": acronyms_of(texts, typos),
+            "english": english_words(),
+        }  # fmt: skip
         corrected, typed = correct_query(corrected, unknown=typos, **words)
         asked = correct_query(asked, unknown=typos, **words)[0]
         fixes |= typed

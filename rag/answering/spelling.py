@@ -4,11 +4,15 @@ Chen), and a content word the index never saw ("flashcrds").
 People are matched against the names the index knows (participants, authors, mentions the scope
 can see), so a slip of the keyboard still reaches the person. A query word that no visible
 document holds is replaced by the nearest word of the documents the search did find: the
-correction comes from the index's own words, never from a dictionary of this code's.
+correction comes from the index's own words, never from a dictionary of this code's. Only a word
+the documents hold in no spelling is corrected toward English itself ("responsibel"), whose words
+come with the local model: its tokenizer's whole-word vocabulary.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import unicodedata
 
@@ -210,8 +214,8 @@ def correction(word: str, vocabulary: set[str]) -> str | None:
     """The one word of ``vocabulary`` nearest to ``word`` within its allowed edits (None when
     none is, or when two are equally near: a guess between two words is no correction). A word
     under six letters is not corrected: one letter off, it is as likely a word of a subject the
-    sources do not hold ("moons", "bones") as a slip; two edits need nine letters, or the word's
-    own letters in another order ("ableine" for "abilene")."""
+    sources do not hold ("moons", "bones") as a slip (but see ``letter_left_out``); two edits need
+    nine letters, or the word's own letters in another order ("ableine" for "abilene")."""
     limit = _slips_allowed(word)
     if not limit:
         return None
@@ -233,6 +237,35 @@ def _slips_allowed(word: str) -> int:
     """The edits a typed word may be from the one it means (see ``correction``): none under six
     letters, two from nine."""
     return 0 if len(word) < 6 else 1 if len(word) < 9 else 2
+
+
+def letter_left_out(word: str, vocabulary: set[str], english: frozenset[str]) -> str | None:
+    """The one word of ``vocabulary`` that ``word`` is with a letter left out ("budgt" for
+    "budget", "pilt" for "pilot"), when ``word`` is four or five letters that spell no word of
+    ``english``. A short English word is as likely a subject the sources lack ("moons"), and a
+    letter changed rather than left out is as likely an acronym ("saml" is not "same")."""
+    low = word.lower()
+    if not english or not 4 <= len(low) <= 5 or not low.isalpha() or low in english:
+        return None
+    near = {
+        v for v in vocabulary
+        if len(v) == len(low) + 1 and v[:1] == low[:1] and any(v[:i] + v[i + 1 :] == low for i in range(1, len(v)))
+    }  # fmt: skip
+    return next(iter(near)) if len(near) == 1 else None
+
+
+@functools.cache
+def english_words() -> frozenset[str]:
+    """English words in lower case, three letters or more: the whole-word entries of the local
+    model's tokenizer, which ships with it (about twenty thousand; names of the sources' own
+    things, "pgvector", "hnsw", are not among them). Empty when the model's package is missing."""
+    try:
+        from rag.embeddings.onnx_export import package_dir
+
+        vocab = json.loads((package_dir() / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    except (ImportError, OSError, KeyError, ValueError):
+        return frozenset()
+    return frozenset(w for w in vocab if len(w) >= 3 and w.isascii() and w.isalpha() and w.islower())
 
 
 def _family_slip(word: str, by_family: dict[str, list[str]]) -> str | None:
@@ -372,7 +405,7 @@ def _same_letters(typed: str, word: str) -> bool:
 
 def correct_query(
     query: str, *, unknown: set[str], vocabulary: set[str], pairs: set[str] | None = None,
-    acronyms: dict[str, set[str]] | None = None,
+    acronyms: dict[str, set[str]] | None = None, english: frozenset[str] = frozenset(),
 ) -> tuple[str, dict[str, str]]:  # fmt: skip
     """``query`` with each of its ``unknown`` words replaced by its correction from ``vocabulary``;
     the replacements made (typed → corrected). A capitalised word of a question not written all
@@ -382,7 +415,10 @@ def correct_query(
     A word the documents hold in another form ("complained" where they say "complaints") is
     spelt right: the answer matches word families, and a near word of another form is no slip.
     ``pairs``: see ``unglued``. A slip of a question word ("waht") is that word; an acronym the
-    documents never write ("rrf") is the words they write it for (``acronyms``: ``acronyms_of``)."""
+    documents never write ("rrf") is the words they write it for (``acronyms``: ``acronyms_of``).
+    ``english`` (``english_words``): a short word that is no English word may be a letter left
+    out of the documents' word (``letter_left_out``); one with no near word in the documents is
+    the one English word it is a slip of ("responsibel" where they say "owner")."""
     fixes: dict[str, str] = glued(query, unknown, vocabulary)
     joined = {w.lower() for pair in fixes for w in re.findall(_LETTERS, pair)}
     lower_question = query == query.lower()
@@ -412,8 +448,10 @@ def correct_query(
         if fixed := (
             _opening_slip(word, query)
             or correction(word, vocabulary)
+            or letter_left_out(word, vocabulary, english)
             or _family_slip(word, by_family)
             or abbreviation(word, vocabulary)
+            or (word.lower() not in english and correction(word, english))
         ):
             fixes[word] = fixed
     if not fixes:

@@ -20,8 +20,13 @@ _MONTHS = (
     "january|february|march|april|may|june|july|august|september|october|november|december"
     "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
 )
+# "whens the release" is "when is", its apostrophe left out; "what is the review date" asks when
+# as "when is the review" does (not "what is the date format", which asks about a date's form).
 _WHEN_RE = re.compile(
-    r"^\s*(?:when\b|(?:in |by |during |since )?(?:what|which) (?:year|century|decade|date|month|day|period)\b)", re.I
+    r"^\s*(?:whens?\b|(?:in |by |during |since )?(?:what|which) (?:year|century|decade|date|month|day|period)\b"
+    r"|what(?:'s|’s|s| is| was| will be)\s+(?:the |its |their |our )?(?:[\w-]+ ){0,3}?(?:date|deadline)\b"
+    r"(?!\s+(?:format|field|filter|picker|column|range|type|stamp)))",
+    re.I,
 )
 _HOW_MANY_RE = re.compile(
     r"^\s*(?:how (?:many|much|long|old|far|large|big|tall|high|often)\b|(?:what|which) (?:percentage|percent"

@@ -16,8 +16,10 @@ from rag.answering.spelling import (
     correction,
     dehyphenated,
     edit_distance,
+    english_words,
     hyphenated_pairs,
     is_code,
+    letter_left_out,
     pairs_of,
     slip_of_common_word,
     unknown_words,
@@ -81,6 +83,32 @@ def test_an_unknown_word_is_corrected_to_the_one_nearest_word_of_the_vocabulary(
     }
     assert correction("planed", {"planned", "placed"}) is None  # two equally near: no guess
     assert correction("moons", {"moods"}) is None  # too short to tell a slip from another word
+
+
+def test_a_slip_no_english_word_spells_is_corrected_even_when_short_or_unknown_to_the_documents():
+    english = frozenset({"moons", "moods", "budget", "responsible", "release", "releases", "same"})
+    # Four or five letters that spell no English word, a letter left out: a slip, not a subject.
+    assert letter_left_out("budgt", {"budget", "budgets"}, english) == "budget"
+    assert letter_left_out("pilt", {"pilot", "pill"}, english) == "pilot"
+    assert letter_left_out("moons", {"mooons"}, english) is None  # an English word
+    assert letter_left_out("saml", {"same", "sample"}, english) is None  # a letter changed: maybe an acronym
+    assert letter_left_out("plt", {"plot"}, english) is None  # three letters are too few to tell
+    assert correct_query("what is the budgt", unknown={"budgt"}, vocabulary={"budget"}, english=english)[0] == (
+        "what is the budget"
+    )
+    # A word no document holds in any spelling is corrected toward English itself.
+    assert correct_query(
+        "who is responsibel for releases", unknown={"responsibel"}, vocabulary={"release", "checklist"},
+        english=english,
+    ) == ("who is responsible for releases", {"responsibel": "responsible"})  # fmt: skip
+    # A word that is English is spelt as meant, whatever the documents hold.
+    assert correct_query("any moons", unknown={"moons"}, vocabulary={"moods"}, english=english)[1] == {}
+
+
+def test_english_words_come_with_the_local_model():
+    words = english_words()
+    assert {"budget", "responsible", "release"} <= words
+    assert not {"budgt", "responsibel", "pgvector"} & words
 
 
 def test_letters_typed_in_another_order_are_a_slip_two_edits_apart():

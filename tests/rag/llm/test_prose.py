@@ -6,6 +6,7 @@ from rag.llm.candidates import Sentence
 from rag.llm.context import ContextSource
 from rag.llm.prose import (
     answers_otherwise,
+    asks_when,
     dated_lead,
     dated_sources,
     expected_form_missing,
@@ -83,6 +84,16 @@ def test_when_and_how_many_want_a_date_and_a_number():
     assert expected_form_missing("How many analysts joined?", ["Analysts joined the pilot."])
     assert not expected_form_missing("How many analysts joined?", ["Five analysts joined the pilot."])
     assert not expected_form_missing("Who joined?", ["Analysts joined the pilot."])
+
+
+def test_when_is_asked_the_ways_people_type_it():
+    assert asks_when("whens the next release")  # "when's", its apostrophe left out
+    assert asks_when("what is the review date for the pilot")
+    assert asks_when("whats the date of the kickoff")
+    assert asks_when("what was the deadline for the proposal")
+    assert not asks_when("what is the date format of journals")  # a date's form, not a time
+    assert not asks_when("what is the update on the pilot")
+    assert not asks_when("whenever the sync fails who is told")
 
 
 def _sentence(text: str) -> Sentence:
