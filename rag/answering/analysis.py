@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 # a period; "how often does the sync run?" asks for a schedule a document states.
 COUNTING_RE = re.compile(
     r"\bhow many (?:(?:more |other )?(?:times|meetings|entries|notes|calls|sessions|days|pages|"
-    r"documents|occasions|journal entries))\b|\bnumber of (?:times|days|meetings|entries|occasions)\b"
+    r"documents|docs|files|occasions|journal entries))\b|\bnumber of (?:times|days|meetings|entries|occasions)\b"
     r"|\bcount (?:of|the)\b|\bhow often (?:did|have|has|had|was|were|am i|do (?:i|we))\b",
     re.I,
 )

@@ -134,8 +134,9 @@ def _with_metadata_statement(run: AskRun, conversation: conv.Conversation, parts
         else:
             period = period_text(run.analysis, run.applied or run.request)
             statement = period_statement(
-                run.listed, run.docs, period, noun=run.listed_noun, latest=run.listed_latest
-            )
+                run.listed, run.docs, period, noun=run.listed_noun, latest=run.listed_latest,
+                counting=bool(run.analysis and run.analysis.counting),
+            )  # fmt: skip
         # A period's many documents are answered by their names: a line of each would be a page.
         quoted = quotes.used and (counted or len(run.listed) <= LISTING_QUOTED_UP_TO)
         return [statement, *(["\n\n", *parts] if quoted else [])] if statement else parts

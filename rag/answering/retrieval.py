@@ -429,8 +429,10 @@ def _with_period_listing(run: AskRun, hits: list[Hit], *, applied: SearchFilters
     dated = bool(applied.date_from or applied.date_to)
     lifted = any(c.field == "date" for c in run.lifted)
     noun = period_listing(without_periods(run))
-    # Without a period only meetings are listed whole: "anything?" or "all documents" asks no list.
-    if not noun or not (dated or lifted or noun == "meeting"):
+    # Without a period only meetings are listed whole, and documents counted ("how many documents
+    # do we have"): "anything?" or "all documents" asks no list.
+    counting = bool(run.analysis and run.analysis.counting)
+    if not noun or not (dated or lifted or noun == "meeting" or counting):
         return hits
     chunks, listed = period_chunks(scope=run.scope, filters=applied, limit=depth, meetings=noun == "meeting")
     latest = lifted and not dated

@@ -211,7 +211,8 @@ def period_chunks(
 
 
 def _documents(cursor, where: str, params: dict) -> list[CountedEntry]:
-    """The source documents of the chunks ``where`` keeps, oldest first (undated ones last)."""
+    """The source documents of the chunks ``where`` keeps, oldest first; undated ones before them,
+    so the last are the ones known to be the latest (the ones named past a few)."""
     cursor.execute(
         f"""SELECT c.collection, c.source_type, c.source_id, min(c.date), min(c.title)
             FROM rag_chunk c WHERE {where}
@@ -220,7 +221,7 @@ def _documents(cursor, where: str, params: dict) -> list[CountedEntry]:
     )
     return sorted(
         (CountedEntry(key=(row[0], row[1], row[2]), title=row[4] or row[2], date=row[3]) for row in cursor.fetchall()),
-        key=lambda e: (e.date is None, e.date or dt.date.min, e.title),
+        key=lambda e: (e.date is not None, e.date or dt.date.min, e.title),
     )
 
 

@@ -173,9 +173,10 @@ def _named_entries(entries, docs) -> list[str]:
     return items
 
 
-# The question asks what the meetings of a period were, and nothing about them in particular
-# ("what was discussed in november", "what did we talk about last week", "which meetings did we
-# have this month", "meetings in the last 2 weeks"), once its period is taken out.
+# The question asks what the meetings of a period were, or how many, and nothing about them in
+# particular ("what was discussed in november", "what did we talk about last week", "which meetings
+# did we have this month", "meetings in the last 2 weeks", "how many meetings did we have in
+# november"), once its period is taken out.
 _ASKS_MEETINGS_RE = re.compile(
     r"^\s*(?:(?:and|so)\s+)?(?:"
     r"what\s+(?:was|were|got|has\s+been|have\s+been|did\s+(?:we|they|you|i|the\s+team))\s+"
@@ -183,6 +184,9 @@ _ASKS_MEETINGS_RE = re.compile(
     r"|what\s+(?:happened|went\s+on)"
     r"|(?:what|which)\s+meetings\s+(?:did\s+(?:we|i)\s+have|were\s+there|took\s+place|happened)"
     r"|(?:list|show(?:\s+me)?)\s+(?:all\s+)?(?:the\s+|our\s+)?meetings"
+    r"|how\s+many\s+(?:meetings|calls)(?:\s+(?:did\s+(?:we|i)\s+(?:have|hold)|have\s+(?:we|i)\s+had|(?:we|i)\s+had"
+    r"|were\s+there|took\s+place|happened))?"
+    r"|how\s+many\s+times\s+(?:did|have)\s+(?:we|i)\s+(?:meet|met)"
     r"|(?:any|our|all|the|all\s+the)?\s*meetings(?:\s+(?:we|i)\s+had)?"
     r")(?:\s+(?:in|at|during)\s+(?:the\s+|our\s+)?meetings)?\s*[?.!]*\s*$",
     re.I,
@@ -190,10 +194,12 @@ _ASKS_MEETINGS_RE = re.compile(
 
 
 # "What's new this week", "what changed last month", "anything from september": every document of
-# the period.
+# the period; "how many documents do we have": every document.
 _ASKS_NEW_RE = re.compile(
     r"^\s*(?:(?:and|so)\s+)?(?:(?:what(?:'s|’s|s|\s+is)|anything|what)\s+"
     r"(?:new|changed|has\s+changed|was\s+added|got\s+added|has\s+been\s+added)"
+    r"|how\s+many\s+(?:documents|docs|notes|pages|files)(?:\s+(?:do|did)\s+(?:we|i)\s+have|\s+are\s+there"
+    r"|\s+(?:have\s+)?(?:we|i)\s+(?:have|got)|\s+(?:were|have\s+been)\s+added|\s+in\s+total)?"
     r"|anything|everything|(?:any|all|the|all\s+the)?\s*(?:documents|docs|notes|pages))\s*[?.!]*\s*$",
     re.I,
 )
@@ -215,7 +221,9 @@ def period_listing_asked(question: str, today: dt.date) -> str:
     return period_listing(re.sub(r"\s+", " ", question.replace(phrase, " ")).strip()) if phrase else ""
 
 
-def period_statement(entries, docs, period: str, *, noun: str = "meeting", latest: bool = False) -> str:
+def period_statement(
+    entries, docs, period: str, *, noun: str = "meeting", latest: bool = False, counting: bool = False
+) -> str:
     """The meetings (``noun``: or documents) of a period (``CountedEntry``s, oldest first), named
     and cited where they are among the sources: ``2 meetings in november (between …): **T1**
     (date) [2] and **T2** (date) [1], according to their metadata.`` Past ``COUNTED_LISTED``, the
@@ -226,7 +234,10 @@ def period_statement(entries, docs, period: str, *, noun: str = "meeting", lates
         return ""
     if latest:
         return f"The latest {noun}: {items[-1]}, according to its metadata."
-    how_many = f"A {noun}" if len(entries) == 1 else f"{len(entries)} {noun}s"
+    if counting:  # "how many meetings…": the figure first, as a count of tagged documents reads
+        how_many = f"**{len(entries)}** {noun}{'' if len(entries) == 1 else 's'}"
+    else:
+        how_many = f"A {noun}" if len(entries) == 1 else f"{len(entries)} {noun}s"
     newest = f", the latest {len(items)}" if len(entries) > len(items) else ""
     whose = "its" if len(entries) == 1 else "their"
     return f"{how_many}{period}{newest}: {names_list(items)}, according to {whose} metadata."

@@ -93,6 +93,8 @@ def test_which_questions_ask_what_the_meetings_or_the_documents_of_a_period_were
         assert period_listing(question) == "meeting", question
     for question in ("meetings", "any meetings", "our meetings?", "meetings we had"):
         assert period_listing(question) == "meeting", question  # "meetings in the last 2 weeks"
+    for question in ("how many meetings did we have", "how many meetings", "how many times did we meet"):
+        assert period_listing(question) == "meeting", question  # "how many meetings in november"
     for question in ("anything", "any docs", "all the notes"):
         assert period_listing(question) == "document", question  # "anything from september"
     for question in ("what's new", "whats new", "anything new?", "what changed", "what was added"):
@@ -100,6 +102,7 @@ def test_which_questions_ask_what_the_meetings_or_the_documents_of_a_period_were
     for question in (
         "what was discussed about the budget", "what did we decide", "what happened to the sync",
         "what's new in pgvector", "meetings about acme", "anything about acme",
+        "how many meetings did we have with acme", "how many times did we meet leo",
     ):
         assert period_listing(question) == "", question
 
@@ -118,6 +121,9 @@ def test_the_meetings_of_a_period_are_named_with_the_period_or_the_latest_when_i
         "A document this week: **1:1 with Leo** (2026-11-26) [1], according to its metadata."
     )
     assert period_statement([one], [source(1, weekly)], period) == ""
+    assert period_statement([one], [source(1, one)], " this week", counting=True) == (
+        "**1** meeting this week: **1:1 with Leo** (2026-11-26) [1], according to its metadata."
+    )
 
 
 def test_an_earlier_question_on_a_periods_meetings_is_known_with_its_period_in_it():
