@@ -167,7 +167,7 @@ class CountedEntry:
 @dataclass
 class SourceCount:
     """How many source documents match some filters, the dates they span, and the documents,
-    oldest first (undated ones last)."""
+    oldest first (undated ones before them)."""
 
     sources: int
     first_date: dt.date | None
