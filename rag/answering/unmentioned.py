@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from rag.answering.retrieval import AskRun, people_words, without_periods
+from rag.answering.listings import without_periods
+from rag.answering.retrieval import AskRun, people_words
 from rag.answering.spelling import is_code, slip_of_common_word, unknown_words
 from rag.llm.counts import answers_count
 from rag.llm.prose import asks_when, states_time
