@@ -10,10 +10,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rag.answering.selectors import chunks_by_uid, period_chunks
-from rag.answering.statements import period_listing
+from rag.answering.statements import mention_listing, period_listing
 from rag.llm.listing import states
 from rag.search import Hit, SearchFilters
-from rag.words import asked_listing
+from rag.words import WORD_RE, asked_listing, content_terms
 
 if TYPE_CHECKING:
     from rag.answering.retrieval import AskRun
@@ -62,6 +62,30 @@ def with_period_listing(run: AskRun, hits: list[Hit], *, applied: SearchFilters,
     found = chunks_by_uid(scope=run.scope, uids=[uid for uid, _ in chunks], scores={})
     if not found:
         return hits
+    top = max((h.score for h in hits), default=1.0)
+    return [replace(h, score=top, rank=rank) for rank, h in enumerate(found, start=1)]
+
+
+def with_mention_listing(run: AskRun, hits: list[Hit], *, applied: SearchFilters, depth: int) -> list[Hit]:
+    """"How many meetings mention the pilot?": the meetings (or documents) whose text names the
+    subject under the question's filters are counted and named (``run.listed``, with
+    ``run.listed_subject``), and their chunks that name it are the sources. A person named is
+    counted from the metadata instead; ``hits`` when the question asks something else, or no
+    document names the subject."""
+    asked = mention_listing(without_periods(run))
+    if asked is None or (run.analysis and run.analysis.people):
+        return hits
+    noun, subject = asked
+    words = " ".join(w for w in WORD_RE.findall(subject) if content_terms(w))
+    if not words:
+        return hits
+    chunks, listed = period_chunks(
+        scope=run.scope, filters=applied, limit=depth, meetings=noun == "meeting", mentioning=words
+    )
+    found = chunks_by_uid(scope=run.scope, uids=[uid for uid, _ in chunks], scores={})
+    if not found:
+        return hits
+    run.listed, run.listed_noun, run.listed_latest, run.listed_subject = listed, noun, False, subject
     top = max((h.score for h in hits), default=1.0)
     return [replace(h, score=top, rank=rank) for rank, h in enumerate(found, start=1)]
 

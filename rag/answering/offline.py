@@ -135,10 +135,10 @@ def _with_metadata_statement(run: AskRun, conversation: conv.Conversation, parts
             period = period_text(run.analysis, run.applied or run.request)
             statement = period_statement(
                 run.listed, run.docs, period, noun=run.listed_noun, latest=run.listed_latest,
-                counting=bool(run.analysis and run.analysis.counting),
+                counting=bool(run.analysis and run.analysis.counting), mentioning=run.listed_subject,
             )  # fmt: skip
         # A period's many documents are answered by their names: a line of each would be a page.
-        quoted = quotes.used and (counted or len(run.listed) <= LISTING_QUOTED_UP_TO)
+        quoted = quotes.used and (counted or run.listed_subject or len(run.listed) <= LISTING_QUOTED_UP_TO)
         return [statement, *(["\n\n", *parts] if quoted else [])] if statement else parts
     if person:
         statement = person_statement(person, run.docs)

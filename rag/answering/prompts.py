@@ -85,6 +85,10 @@ def ask_messages(run: AskRun, llm, conversation: conv.Conversation) -> list[dict
     if run.count:
         # A counting question's sources are the counted entries: quote them as exemplars.
         stated.append(f"{STATED_COUNT}{run.count['target']}")
+    elif run.listed_subject:
+        # "How many meetings mention the pilot?": the sources are the meetings counted, quoted
+        # where they name it.
+        stated.append(f"{STATED_COUNT}{run.listed_subject}")
     elif run.listed:
         # "What was discussed in november?": the sources are the meetings listed, one line of each.
         stated.append(f"{STATED_LISTED}{run.listed_noun}s")

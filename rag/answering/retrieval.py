@@ -19,7 +19,7 @@ from django.conf import settings
 from rag.acl import Scope
 from rag.answering import conversations as conv
 from rag.answering.analysis import FilterChip, QueryAnalysis, analyse_query, with_chips
-from rag.answering.listings import with_listed, with_period_listing
+from rag.answering.listings import with_listed, with_mention_listing, with_period_listing
 from rag.answering.selectors import (
     CountedEntry,
     SourceCount,
@@ -110,6 +110,7 @@ class AskRun:
     listed: list[CountedEntry] = field(default_factory=list)  # "what was discussed in november": its meetings
     listed_noun: str = ""  # what ``listed`` are: "meeting", "document"
     listed_latest: bool = False  # ``listed`` is the latest one: the period asked about held none
+    listed_subject: str = ""  # "how many meetings mention the pilot": ``listed`` are those naming it
     hits: list[Hit] = field(default_factory=list)
     answer: list[str] = field(default_factory=list)
     cited: list[int] = field(default_factory=list)
@@ -216,6 +217,9 @@ def retrieve(run: AskRun, llm) -> None:
     hits = with_listed(run, search, hits, applied=applied, depth=depth)
     hits = with_period_listing(run, hits, applied=applied, depth=depth)
     hits = _apply_guesses(run, search, hits, applied=applied, with_guesses=with_guesses, guesses=guesses, depth=depth)
+    # After the guesses: what a guessed tag ranks higher ("notion": the page on connecting it) is no
+    # meeting that mentions it.
+    hits = with_mention_listing(run, hits, applied=applied, depth=depth)
     if run.previous_cited and hits:
         # "who raised it?": the turn it points back to answers first.
         earlier = chunks_by_uid(scope=run.scope, uids=run.previous_cited, scores={})
@@ -258,7 +262,7 @@ def retrieve(run: AskRun, llm) -> None:
     run.docs = group_hits(hits)
     _mark_agenda(run.docs, agenda, closeness, question=run.searched_query)
     run.topic = run.searched_query
-    if analysis.counting:
+    if analysis.counting and not run.listed_subject:
         run.count = _count(run, analysis)
 
 

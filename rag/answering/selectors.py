@@ -191,14 +191,18 @@ def count_sources(*, scope: Scope, filters: SearchFilters) -> SourceCount:
 
 @replicas.read_only
 def period_chunks(
-    *, scope: Scope, filters: SearchFilters, limit: int, meetings: bool
+    *, scope: Scope, filters: SearchFilters, limit: int, meetings: bool, mentioning: str = ""
 ) -> tuple[list[tuple[str, DocKey]], list[CountedEntry]]:
     """The documents matching ``filters`` in ``scope`` (with ``meetings``, only those whose
     metadata lists people): up to ``limit`` of their chunks (uid, document), newest document
-    first, and every one of the documents, oldest first."""
+    first, and every one of the documents, oldest first. With ``mentioning`` (words), only chunks
+    the keyword index finds every one of them in (its stems: "closures" finds "a closure")."""
     where, params = search_filter_sql(filters, scope)
     if meetings:
         where = f"{where} AND jsonb_typeof(c.metadata->'people') = 'array' AND c.metadata->'people' <> '[]'::jsonb"
+    if mentioning:
+        where = f"{where} AND c.tsv @@ plainto_tsquery('english', %(mentioning)s)"
+        params = {**params, "mentioning": mentioning}
     with replicas.read_connection().cursor() as cursor:
         documents = _documents(cursor, where, params)
         cursor.execute(

@@ -205,6 +205,34 @@ _ASKS_NEW_RE = re.compile(
 )
 
 
+# "How many meetings mention the pilot", "how many times did we talk about notion", "how many pages
+# are about closures": the documents whose text names a subject, counted.
+_MENTION_LINK = (
+    r"\s+(?:that\s+|which\s+)?(?:are\s+|were\s+)?"
+    r"(?:about|on|regarding|mention(?:s|ing|ed)?|discuss(?:es|ing|ed)?|cover(?:s|ing|ed)?|nam(?:e|es|ing|ed))"
+)
+_COUNTS_MENTIONS_RE = re.compile(
+    r"^\s*(?:(?:and|so)\s+)?how\s+many\s+(?:"
+    rf"(?:meetings|calls)(?:\s+(?:did\s+(?:we|i)\s+have|have\s+(?:we|i)\s+had|were\s+there))?{_MENTION_LINK}"
+    r"|times\s+(?:did|have)\s+(?:we|i)\s+(?:talk(?:ed)?|spok(?:e|en)|speak|discuss(?:ed)?|mention(?:ed)?)"
+    r"(?:\s+(?:about|on))?"
+    rf"|(?P<documents>documents|docs|notes|pages|files)(?:\s+(?:do|did)\s+(?:we|i)\s+have|\s+are\s+there)?"
+    rf"{_MENTION_LINK})"
+    r"\s+(?:the\s+|our\s+)?(?P<subject>[^?.!]+?)\s*[?.!]*\s*$",
+    re.I,
+)
+
+
+def mention_listing(question: str) -> tuple[str, str] | None:
+    """("meeting" or "document", the subject) of a question that counts the documents naming
+    something ("how many meetings mention the pilot" → ("meeting", "pilot")); None for any other
+    question. Meetings are counted for "how many times did we talk about…"."""
+    m = _COUNTS_MENTIONS_RE.match(question)
+    if not m:
+        return None
+    return ("document" if m.group("documents") else "meeting"), m.group("subject").strip()
+
+
 def period_listing(question: str) -> str:
     """What ``question`` (its period taken out) asks the list of, and nothing more about:
     "meeting" ("what was discussed", "which meetings did we have"), "document" ("what's new",
@@ -222,13 +250,16 @@ def period_listing_asked(question: str, today: dt.date) -> str:
 
 
 def period_statement(
-    entries, docs, period: str, *, noun: str = "meeting", latest: bool = False, counting: bool = False
-) -> str:
+    entries, docs, period: str, *, noun: str = "meeting", latest: bool = False, counting: bool = False,
+    mentioning: str = "",
+) -> str:  # fmt: skip
     """The meetings (``noun``: or documents) of a period (``CountedEntry``s, oldest first), named
     and cited where they are among the sources: ``2 meetings in november (between …): **T1**
     (date) [2] and **T2** (date) [1], according to their metadata.`` Past ``COUNTED_LISTED``, the
     latest are named. With ``latest`` (the period held none), ``The latest meeting: **T** (date)
-    [1], …``. Empty when none is among the sources."""
+    [1], …``. With ``mentioning``, the documents whose text names it: ``**2** meetings mention
+    “pilot”: …`` (their text, not their metadata, says so). Empty when none is among the
+    sources."""
     items = _named_entries(entries, docs)
     if not items:
         return ""
@@ -239,5 +270,8 @@ def period_statement(
     else:
         how_many = f"A {noun}" if len(entries) == 1 else f"{len(entries)} {noun}s"
     newest = f", the latest {len(items)}" if len(entries) > len(items) else ""
+    if mentioning:
+        verb = "mentions" if len(entries) == 1 else "mention"
+        return f"{how_many} {verb} “{mentioning}”{period}{newest}: {names_list(items)}."
     whose = "its" if len(entries) == 1 else "their"
     return f"{how_many}{period}{newest}: {names_list(items)}, according to {whose} metadata."

@@ -10,6 +10,7 @@ from rag.answering.statements import (
     COUNTED_LISTED,
     clients_statement,
     counted_statement,
+    mention_listing,
     period_listing,
     period_listing_asked,
     period_statement,
@@ -107,6 +108,20 @@ def test_which_questions_ask_what_the_meetings_or_the_documents_of_a_period_were
         assert period_listing(question) == "", question
 
 
+def test_which_questions_count_the_documents_that_name_a_subject():
+    assert mention_listing("how many meetings mention the pilot") == ("meeting", "pilot")
+    assert mention_listing("how many meetings did we have about the budget?") == ("meeting", "budget")
+    assert mention_listing("how many times did we talk about notion") == ("meeting", "notion")
+    assert mention_listing("how many times have we discussed the release checklist") == ("meeting", "release checklist")
+    assert mention_listing("how many pages are about closures") == ("document", "closures")
+    assert mention_listing("how many notes mention pgvector") == ("document", "pgvector")
+    for question in (
+        "how many meetings did we have", "how many docs do we have", "how many times did we meet acme",
+        "how many meetings did we have with acme", "how many analysts joined the pilot",
+    ):
+        assert mention_listing(question) is None, question
+
+
 def test_the_meetings_of_a_period_are_named_with_the_period_or_the_latest_when_it_held_none():
     weekly, one = counted("Platform weekly", dt.date(2026, 11, 20)), counted("1:1 with Leo", dt.date(2026, 11, 26))
     period = " in november (between 2026-11-01 and 2026-11-30)"
@@ -123,6 +138,11 @@ def test_the_meetings_of_a_period_are_named_with_the_period_or_the_latest_when_i
     assert period_statement([one], [source(1, weekly)], period) == ""
     assert period_statement([one], [source(1, one)], " this week", counting=True) == (
         "**1** meeting this week: **1:1 with Leo** (2026-11-26) [1], according to its metadata."
+    )
+    # Their text names the subject, not their metadata.
+    both = [source(1, weekly), source(2, one)]
+    assert period_statement([weekly, one], both, "", counting=True, mentioning="sync") == (
+        "**2** meetings mention “sync”: **Platform weekly** (2026-11-20) [1] and **1:1 with Leo** (2026-11-26) [2]."
     )
 
 
