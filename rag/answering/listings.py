@@ -1,7 +1,8 @@
-"""Questions that name no subject, answered by what the metadata or the lines' form says: "what did
-we decide last month?" by every line stating a decision under its filters, "what was discussed in
-november?" and "how many meetings did we have?" by the period's meetings, "what's new this week?"
-and "how many docs do we have?" by its documents."""
+"""Questions answered by a list of what the metadata, the index or the lines' form picks out, not
+by the words that rank best: "what did we decide last month?" by every line stating a decision
+under its filters, "what was discussed in november?" and "how many meetings did we have?" by the
+period's meetings, "what's new this week?" and "how many docs do we have?" by its documents, "how
+many meetings mention the pilot?" by the meetings whose text names it."""
 
 from __future__ import annotations
 
