@@ -143,11 +143,12 @@ def without_fragments(candidates: list[Sentence]) -> list[Sentence]:
     ]
 
 
-def score_overlap(candidates: list[Sentence], q_terms: set[str]) -> None:
+def score_overlap(candidates: list[Sentence], q_terms: set[str], *, how_to: bool = False) -> None:
     """Set each candidate's ``matched``, ``overlap`` and ``specific`` from the question's words.
 
     Keyword overlap weighted by rarity among the candidates: "logseq" in every sentence of the
-    Logseq docs says nothing, "flashcard" says a lot.
+    Logseq docs says nothing, "flashcard" says a lot. ``how_to``: the question asks how to do
+    something ("how do i get started"), which a guide titled with the whole of it answers.
     """
     # A dotted name holds its parts: "hnsw.ef_search" says "ef" and "search", as the question
     # "what is ef_search" splits them.
@@ -181,10 +182,19 @@ def score_overlap(candidates: list[Sentence], q_terms: set[str]) -> None:
     # answer it wants ("decide", "summarize"): weighted by rarity, as above.
     specific_terms = q_terms - GENERIC_TERMS
     specific_weight = sum(weight[t] for t in specific_terms) or 1.0
+    repeated = {c.source.n for c, own in zip(candidates, own_terms, strict=True) if own & q_terms}
+    guides = {
+        c.source.n for c in candidates
+        if how_to and q_terms and c.source.n not in repeated and q_terms <= content_terms(c.source.title)
+    }  # fmt: skip
     for cand, own, title in zip(candidates, own_terms, title_terms, strict=True):
-        # A word of the sentence counts fully, one only in its page title counts half.
+        # A word of the sentence counts fully, one only in its page title counts half: fully for a
+        # how-to question whose whole subject the title names and no sentence of the page repeats
+        # ("Getting started with knowhub" for "how do i get started"): every sentence of that
+        # guide is on it, where a page saying "the next task starts" only uses the word.
         credit = {t: 1.0 for t in own & q_terms}
-        credit.update({t: 0.5 for t in (title & q_terms) - own})
+        half = 1.0 if cand.source.n in guides else 0.5
+        credit.update({t: half for t in (title & q_terms) - own})
         cand.matched = len(credit)
         plain = sum(credit.values()) / len(q_terms) if q_terms else 0.0
         # Half plain, half rarity-weighted: with few candidates rarity alone overreacts.

@@ -85,6 +85,7 @@ from rag.words import (
     asked_listing,
     asked_terms,
     asks_for_more,
+    asks_how_to,
     content_terms,
     in_written_forms,
     joined_as_written,
@@ -232,7 +233,7 @@ class ExtractiveLLM:
             q_terms -= ACTIVITY_TERMS
         n_sources = max(len(sources), 1)
         rank = {src.n: i for i, src in enumerate(sources)}
-        score_overlap(candidates, q_terms)
+        score_overlap(candidates, q_terms, how_to=asks_how_to(question))
         if len(candidates) > self.max_candidates:
             # Embedding is the cost: keep the sentences of the best-ranked sources, and any that
             # share words with the question.

@@ -265,6 +265,21 @@ def test_the_headings_words_count_for_the_sentence_as_its_title_does():
     assert under.matched == 1 and other.matched == 0
 
 
+def test_a_guide_titled_with_the_whole_how_to_is_on_it_in_every_sentence():
+    guide = ContextSource(n=1, title="Getting started with the hub", text="")
+    lesson = ContextSource(n=2, title="Call stack and tasks", text="")
+    opening = Sentence(source=guide, position=0, text="The hub keeps one index of what the team writes.")
+    passing = Sentence(source=lesson, position=0, text="Then the next task starts.")
+    score_overlap([opening, passing], content_terms("how do i get started"), how_to=True)
+    assert opening.overlap == passing.overlap  # the title's word counts as fully as the sentence's own
+    # Asked otherwise, or where the guide's own sentences say the word, its title counts half.
+    score_overlap([opening, passing], content_terms("who started it"))
+    assert opening.overlap < passing.overlap
+    repeating = Sentence(source=guide, position=1, text="Start by asking a question.")
+    score_overlap([opening, repeating, passing], content_terms("how do i get started"), how_to=True)
+    assert opening.overlap < passing.overlap
+
+
 def test_a_heading_that_repeats_the_title_is_not_embedded_twice():
     src = ContextSource(n=1, title="1973 oil crisis", text="")
     under = Sentence(source=src, position=0, text="The embargo began in October.", section="1973 oil crisis")
