@@ -193,8 +193,8 @@ def score_overlap(candidates: list[Sentence], q_terms: set[str], *, how_to: bool
         # ("Getting started with knowhub" for "how do i get started"): every sentence of that
         # guide is on it, where a page saying "the next task starts" only uses the word.
         credit = {t: 1.0 for t in own & q_terms}
-        half = 1.0 if cand.source.n in guides else 0.5
-        credit.update({t: half for t in (title & q_terms) - own})
+        title_credit = 1.0 if cand.source.n in guides else 0.5
+        credit.update({t: title_credit for t in (title & q_terms) - own})
         cand.matched = len(credit)
         plain = sum(credit.values()) / len(q_terms) if q_terms else 0.0
         # Half plain, half rarity-weighted: with few candidates rarity alone overreacts.
