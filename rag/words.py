@@ -283,10 +283,11 @@ STATES_DECISION_RE = re.compile(
 # A promise asked about ("what did we promise northwind", "what have we committed to"), or who is
 # to do something ("who is going to do releases now"), is the tasks taken on and the decisions
 # made, which are rarely written with those words ("I will hand the release checklist to Sam").
+# "Who should I talk to about notion" asks who knows about it, not who is to do it.
 _COMMITMENT = (
     r"\b(?:we|i)\s+(?:have\s+|had\s+)?(?:promised?|committed|commit)\b|\bcommitments?\b"
     r"|^\s*who\s*(?:is|are|'s|’s|s)\s+(?:going\s+to|gonna|supposed\s+to|responsible\s+for|in\s+charge\s+of)\b"
-    r"|^\s*who\s+(?:will|should|must)\b"
+    r"|^\s*who\s+(?:will|should|must)\b(?!\s+(?:i|we)\s+(?:talk|speak|ask|contact|reach|go|call|email|ping|message)\b)"
     r"|^\s*who\s+(?:owns|handles|takes\s+care\s+of|looks\s+after|is\s+doing|does)\b"
     r"|^\s*who\s*(?:is|'s|’s|s|will\s+be)?\s+(?:taking|takes|took|to\s+take)\s+over\b"
 )

@@ -171,3 +171,6 @@ def test_a_promise_asked_about_is_read_as_the_tasks_it_is_stated_as():
     assert asked_terms("who owns the release checklist now") == {stem("release"), "checklist", "action"}
     assert asked_terms("who handles the on-call rota") == {"on-call", "rota", "action"}
     assert asked_terms("who wrote the ownership guide") == {"write", "ownership", stem("guide")}
+    # Who should do something is who took it on; who to talk to about something is who knows it.
+    assert "action" in asked_terms("who should do the release")
+    assert asked_terms("who should i talk to about notion") == {"talk", "notion"}
