@@ -33,10 +33,7 @@ def with_listed(run: AskRun, search, hits: list[Hit], *, applied: SearchFilters,
         return hits
     found = {h.chunk_uid: h for h in [*hits, *search(applied, listing.search)]}
     stated = [h for h in found.values() if states(listing, h.content or "")]
-    if not stated:
-        return hits
-    top = max((h.score for h in hits), default=0.0)
-    return [replace(h, score=top, rank=rank) for rank, h in enumerate(stated[:depth], start=1)]
+    return _scored_alike(stated[:depth], hits, floor=0.0) if stated else hits
 
 
 def with_period_listing(run: AskRun, hits: list[Hit], *, applied: SearchFilters, depth: int) -> list[Hit]:
@@ -61,10 +58,7 @@ def with_period_listing(run: AskRun, hits: list[Hit], *, applied: SearchFilters,
         chunks = [(uid, key) for uid, key in chunks if key == listed[0].key]
     run.listed, run.listed_noun, run.listed_latest = listed, noun, latest
     found = chunks_by_uid(scope=run.scope, uids=[uid for uid, _ in chunks], scores={})
-    if not found:
-        return hits
-    top = max((h.score for h in hits), default=1.0)
-    return [replace(h, score=top, rank=rank) for rank, h in enumerate(found, start=1)]
+    return _scored_alike(found, hits) if found else hits
 
 
 def with_mention_listing(run: AskRun, hits: list[Hit], *, applied: SearchFilters, depth: int) -> list[Hit]:
@@ -87,8 +81,14 @@ def with_mention_listing(run: AskRun, hits: list[Hit], *, applied: SearchFilters
     if not found:
         return hits
     run.listed, run.listed_noun, run.listed_latest, run.listed_subject = listed, noun, False, subject
-    top = max((h.score for h in hits), default=1.0)
-    return [replace(h, score=top, rank=rank) for rank, h in enumerate(found, start=1)]
+    return _scored_alike(found, hits)
+
+
+def _scored_alike(listed: list[Hit], hits: list[Hit], *, floor: float = 1.0) -> list[Hit]:
+    """``listed`` in their order, each scored as the best of ``hits`` (``floor`` when there are
+    none): every document listed stays among the sources, whatever its words rank."""
+    top = max((h.score for h in hits), default=floor)
+    return [replace(h, score=top, rank=rank) for rank, h in enumerate(listed, start=1)]
 
 
 def without_periods(run: AskRun) -> str:

@@ -268,6 +268,13 @@ def english_words() -> frozenset[str]:
     return frozenset(w for w in vocab if len(w) >= 3 and w.isascii() and w.isalpha() and w.islower())
 
 
+@functools.lru_cache(maxsize=64)
+def _starting_with(words: frozenset[str], initial: str) -> frozenset[str]:
+    """The ``words`` that begin with ``initial``: a correction keeps a word's first letter, so the
+    twenty thousand English words need not all be compared on every ask."""
+    return frozenset(w for w in words if w[:1] == initial)
+
+
 def _family_slip(word: str, by_family: dict[str, list[str]]) -> str | None:
     """A slip of a word the documents write only in longer forms ("conect" where they say
     "Connecting"): the shortest word of the one family (``by_family``: stem -> the documents'
@@ -451,7 +458,7 @@ def correct_query(
             or letter_left_out(word, vocabulary, english)
             or _family_slip(word, by_family)
             or abbreviation(word, vocabulary)
-            or (word.lower() not in english and correction(word, english))
+            or (word.lower() not in english and correction(word, _starting_with(english, word[:1].lower())))
         ):
             fixes[word] = fixed
     if not fixes:

@@ -173,6 +173,18 @@ def _named_entries(entries, docs) -> list[str]:
     return items
 
 
+# "How many meetings [did we have]", "how many docs [do we have]": counted whole, or those that name
+# a subject ("…mention the pilot").
+_HOW_MANY_MEETINGS = (
+    r"how\s+many\s+(?:meetings|calls)(?:\s+(?:did\s+(?:we|i)\s+(?:have|hold)|have\s+(?:we|i)\s+had|(?:we|i)\s+had"
+    r"|were\s+there|took\s+place|happened))?"
+)
+_HOW_MANY_DOCUMENTS = (
+    r"how\s+many\s+(?:documents|docs|notes|pages|files)(?:\s+(?:do|did)\s+(?:we|i)\s+have|\s+are\s+there"
+    r"|\s+(?:have\s+)?(?:we|i)\s+(?:have|got)|\s+(?:were|have\s+been)\s+added|\s+in\s+total)?"
+)
+
+
 # The question asks what the meetings of a period were, or how many, and nothing about them in
 # particular ("what was discussed in november", "what did we talk about last week", "which meetings
 # did we have this month", "meetings in the last 2 weeks", "how many meetings did we have in
@@ -184,8 +196,7 @@ _ASKS_MEETINGS_RE = re.compile(
     r"|what\s+(?:happened|went\s+on)"
     r"|(?:what|which)\s+meetings\s+(?:did\s+(?:we|i)\s+have|were\s+there|took\s+place|happened)"
     r"|(?:list|show(?:\s+me)?)\s+(?:all\s+)?(?:the\s+|our\s+)?meetings"
-    r"|how\s+many\s+(?:meetings|calls)(?:\s+(?:did\s+(?:we|i)\s+(?:have|hold)|have\s+(?:we|i)\s+had|(?:we|i)\s+had"
-    r"|were\s+there|took\s+place|happened))?"
+    rf"|{_HOW_MANY_MEETINGS}"
     r"|how\s+many\s+times\s+(?:did|have)\s+(?:we|i)\s+(?:meet|met)"
     r"|(?:any|our|all|the|all\s+the)?\s*meetings(?:\s+(?:we|i)\s+had)?"
     r")(?:\s+(?:in|at|during)\s+(?:the\s+|our\s+)?meetings)?\s*[?.!]*\s*$",
@@ -198,8 +209,7 @@ _ASKS_MEETINGS_RE = re.compile(
 _ASKS_NEW_RE = re.compile(
     r"^\s*(?:(?:and|so)\s+)?(?:(?:what(?:'s|’s|s|\s+is)|anything|what)\s+"
     r"(?:new|changed|has\s+changed|was\s+added|got\s+added|has\s+been\s+added)"
-    r"|how\s+many\s+(?:documents|docs|notes|pages|files)(?:\s+(?:do|did)\s+(?:we|i)\s+have|\s+are\s+there"
-    r"|\s+(?:have\s+)?(?:we|i)\s+(?:have|got)|\s+(?:were|have\s+been)\s+added|\s+in\s+total)?"
+    rf"|{_HOW_MANY_DOCUMENTS}"
     r"|anything|everything|(?:any|all|the|all\s+the)?\s*(?:documents|docs|notes|pages))\s*[?.!]*\s*$",
     re.I,
 )
@@ -212,12 +222,10 @@ _MENTION_LINK = (
     r"(?:about|on|regarding|mention(?:s|ing|ed)?|discuss(?:es|ing|ed)?|cover(?:s|ing|ed)?|nam(?:e|es|ing|ed))"
 )
 _COUNTS_MENTIONS_RE = re.compile(
-    r"^\s*(?:(?:and|so)\s+)?how\s+many\s+(?:"
-    rf"(?:meetings|calls)(?:\s+(?:did\s+(?:we|i)\s+have|have\s+(?:we|i)\s+had|were\s+there))?{_MENTION_LINK}"
-    r"|times\s+(?:did|have)\s+(?:we|i)\s+(?:talk(?:ed)?|spok(?:e|en)|speak|discuss(?:ed)?|mention(?:ed)?)"
+    rf"^\s*(?:(?:and|so)\s+)?(?:{_HOW_MANY_MEETINGS}{_MENTION_LINK}"
+    r"|how\s+many\s+times\s+(?:did|have)\s+(?:we|i)\s+(?:talk(?:ed)?|spok(?:e|en)|speak|discuss(?:ed)?|mention(?:ed)?)"
     r"(?:\s+(?:about|on))?"
-    rf"|(?P<documents>documents|docs|notes|pages|files)(?:\s+(?:do|did)\s+(?:we|i)\s+have|\s+are\s+there)?"
-    rf"{_MENTION_LINK})"
+    rf"|(?P<documents>{_HOW_MANY_DOCUMENTS}){_MENTION_LINK})"
     r"\s+(?:the\s+|our\s+)?(?P<subject>[^?.!]+?)\s*[?.!]*\s*$",
     re.I,
 )

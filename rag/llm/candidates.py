@@ -182,11 +182,13 @@ def score_overlap(candidates: list[Sentence], q_terms: set[str], *, how_to: bool
     # answer it wants ("decide", "summarize"): weighted by rarity, as above.
     specific_terms = q_terms - GENERIC_TERMS
     specific_weight = sum(weight[t] for t in specific_terms) or 1.0
-    repeated = {c.source.n for c, own in zip(candidates, own_terms, strict=True) if own & q_terms}
-    guides = {
-        c.source.n for c in candidates
-        if how_to and q_terms and c.source.n not in repeated and q_terms <= content_terms(c.source.title)
-    }  # fmt: skip
+    guides: set[int] = set()
+    if how_to and q_terms:
+        repeated = {c.source.n for c, own in zip(candidates, own_terms, strict=True) if own & q_terms}
+        guides = {
+            c.source.n for c in candidates
+            if c.source.n not in repeated and q_terms <= content_terms(c.source.title)
+        }  # fmt: skip
     for cand, own, title in zip(candidates, own_terms, title_terms, strict=True):
         # A word of the sentence counts fully, one only in its page title counts half: fully for a
         # how-to question whose whole subject the title names and no sentence of the page repeats
